@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * fakegpu_mmap.c - what a context can map, chosen by the mmap offset:
+ *
+ *   FAKEGPU_MMAP_FENCE_OFFSET  the fence page, read-only
+ *   FAKEGPU_MMAP_SQ_OFFSET     the submission ring, read-write, created here
+ *   handle << 32               a buffer (offset given by FAKEGPU_IOCTL_MAP)
+ *
+ * Every mapping must be MAP_SHARED (a private copy of device memory would
+ * silently stop tracking it) and no longer than the object.  The fence page
+ * and the ring live as long as the context, which outlives every vma (each
+ * vma holds the file), so they need no reference counting; buffers do.
+ */
+#include <linux/fs.h>
+#include <linux/mm.h>
+#include <linux/vmalloc.h>
+
+#include "fakegpu_internal.h"
+
+static int fakegpu_mmap_fence(struct fakegpu_ctx *ctx, struct vm_area_struct *vma)
+{
+	if (vma->vm_end - vma->vm_start > PAGE_SIZE)
+		return -EINVAL;
+	/* The driver is the only writer; mprotect(PROT_WRITE) must fail too. */
+	if (vma->vm_flags & VM_WRITE)
+		return -EACCES;
+	fakegpu_vma_clear_flags(vma, VM_MAYWRITE);
+	return remap_vmalloc_range(vma, ctx->fence_page, 0);
+}
+
+static int fakegpu_mmap_sq(struct fakegpu_ctx *ctx, struct vm_area_struct *vma)
+{
+	struct fakegpu_sq_ctrl *sq;
+
+	if (vma->vm_end - vma->vm_start > ctx->sq_size)
+		return -EINVAL;
+
+	/* Lock order: mmap_lock (held by our caller), then sq_lock. */
+	mutex_lock(&ctx->sq_lock);
+	sq = ctx->sq;
+	if (!sq) {
+		sq = vmalloc_user(ctx->sq_size);
+		if (!sq) {
+			mutex_unlock(&ctx->sq_lock);
+			return -ENOMEM;
+		}
+		/* Pairs with the doorbell's smp_load_acquire(&ctx->sq). */
+		smp_store_release(&ctx->sq, sq);
+	}
+	mutex_unlock(&ctx->sq_lock);
+	return remap_vmalloc_range(vma, sq, 0);
+}
+
+int fakegpu_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	struct fakegpu_ctx *ctx = file->private_data;
+	u64 offset = (u64)vma->vm_pgoff << PAGE_SHIFT;
+
+	if (!(vma->vm_flags & VM_SHARED))
+		return -EINVAL;
+
+	if (offset == FAKEGPU_MMAP_FENCE_OFFSET)
+		return fakegpu_mmap_fence(ctx, vma);
+	if (offset == FAKEGPU_MMAP_SQ_OFFSET)
+		return fakegpu_mmap_sq(ctx, vma);
+	/* A buffer is mapped whole from its start: the low 32 bits are zero. */
+	if ((offset & GENMASK_ULL(FAKEGPU_MMAP_BUFFER_SHIFT - 1, 0)) == 0 &&
+	    (offset >> FAKEGPU_MMAP_BUFFER_SHIFT) <= FAKEGPU_HANDLE_MAX)
+		return fakegpu_bo_mmap(ctx, offset >> FAKEGPU_MMAP_BUFFER_SHIFT, vma);
+	return -EINVAL;
+}
