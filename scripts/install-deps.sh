@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package mrun needs to build, test and benchmark.
+# Idempotent: packages already present are left alone; safe to run twice.
+set -euo pipefail
+
+packages=(
+  # build
+  meson ninja-build g++ pkg-config clang llvm clang-format scdoc git
+  libcap-dev libseccomp-dev libbpf-dev libcli11-dev catch2 nlohmann-json3-dev
+  # runtime dependencies of a rootless container
+  uidmap fuse-overlayfs fuse3 slirp4netns passt busybox-static iproute2 procps
+  # the kernel module and the VM harness
+  linux-headers-amd64 linux-image-amd64 qemu-system-x86 cpio kmod bpftool
+  # comparison runtimes and measurement (bench/ and docs/)
+  crun bubblewrap strace hyperfine time python3-pytest
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: missing packages: ${missing[*]}; run this script as root (sudo $0)" >&2
+  exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"

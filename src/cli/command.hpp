@@ -1,0 +1,31 @@
+// A subcommand: registers its options on CLI11, then runs after parsing. One file per
+// subcommand; none of them touches the system except through src/runtime.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <vector>
+
+#include "runtime/context.hpp"
+
+namespace mrun::cli {
+
+class Command {
+ public:
+  virtual ~Command() = default;
+  // Adds the subcommand and its options to `app`.
+  virtual CLI::App* add_to(CLI::App& app) = 0;
+  // Before parsing: takes the words after the subcommand name that CLI11 must not see
+  // (run's ROOTFS and command, whose options belong to the command) out of `args`.
+  virtual void take_trailing(std::vector<std::string>& /*args*/) {}
+  // Runs it; returns mrun's exit status.
+  virtual int execute(const runtime::GlobalOptions& global) = 0;
+};
+
+std::unique_ptr<Command> make_run_command();
+std::unique_ptr<Command> make_rootfs_command();
+std::unique_ptr<Command> make_list_command();
+std::unique_ptr<Command> make_kill_command();
+std::unique_ptr<Command> make_delete_command();
+
+}  // namespace mrun::cli

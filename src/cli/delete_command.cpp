@@ -1,0 +1,82 @@
+// mrun delete [-f] NAME...   -- see mrun(1)
+#include <signal.h>
+
+#include <cerrno>
+#include <chrono>
+#include <thread>
+
+#include "base/error.hpp"
+#include "base/log.hpp"
+#include "cli/command.hpp"
+#include "runtime/launcher.hpp"
+#include "runtime/state.hpp"
+#include "sys/fs.hpp"
+#include "sys/syscalls.hpp"
+
+namespace mrun::cli {
+
+namespace {
+
+class DeleteCommand : public Command {
+ public:
+  CLI::App* add_to(CLI::App& app) override {
+    auto* del = app.add_subcommand("delete", "remove containers (state and storage)");
+    del->alias("rm");
+    del->add_option("NAME", names_, "container names")->required();
+    del->add_flag("-f,--force", force_, "kill a running container first");
+    return del;
+  }
+
+  int execute(const runtime::GlobalOptions& global) override {
+    auto ctx = runtime::make_context(global);
+    int status = 0;
+    for (const auto& name : names_) {
+      try {
+        remove_one(ctx, name);
+      } catch (const Error& e) {
+        ctx.log.error(e.what());
+        status = exit_code::runtime_error;
+      }
+    }
+    return status;
+  }
+
+ private:
+  void remove_one(const runtime::Context& ctx, const std::string& name) {
+    runtime::StateStore store(ctx.state_root);
+    auto state = store.read(name);
+    if (!state && !sys::exists(store.dir_of(name))) {
+      throw Error("no such container \"" + name + "\"", ENOENT, "see `mrun list`");
+    }
+    if (state && runtime::effective_status(*state) != runtime::Status::stopped) {
+      if (!force_) {
+        throw Error("container \"" + name + "\" is running", EBUSY,
+                    "stop it with `mrun kill " + name + "` or use `mrun delete -f`");
+      }
+      stop(*state);
+    }
+    runtime::StateLock lock(store.root());
+    runtime::remove_container(ctx, name);
+  }
+
+  // SIGKILL the container, then give its monitor a moment to record the exit, so we do
+  // not race it for the state directory.
+  static void stop(const runtime::ContainerState& state) {
+    if (runtime::process_alive(state.pid, state.pid_start)) {
+      UniqueFd pidfd = sys::pidfd_open(state.pid);
+      sys::pidfd_send_signal(pidfd.get(), SIGKILL);
+    }
+    for (int i = 0; i < 500 && runtime::process_alive(state.monitor_pid, state.monitor_start); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+
+  std::vector<std::string> names_;
+  bool force_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_delete_command() { return std::make_unique<DeleteCommand>(); }
+
+}  // namespace mrun::cli

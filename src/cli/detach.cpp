@@ -1,0 +1,79 @@
+#include "cli/detach.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <iostream>
+
+#include "base/error.hpp"
+#include "runtime/launcher.hpp"
+
+namespace mrun::cli {
+
+namespace {
+void write_report(int fd, const std::string& text) {
+  [[maybe_unused]] ssize_t n = ::write(fd, text.data(), text.size());
+}
+
+// Monitor: detached from the caller's session and terminal. Its stdout/stderr (and so
+// the container's) go to <state dir>/container.log once the name is claimed.
+[[noreturn]] void monitor_main(const runtime::ContainerConfig& config, const runtime::Context& ctx,
+                               int report_fd) {
+  ::setsid();
+  int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
+  runtime::LaunchHooks hooks;
+  hooks.on_claimed = [](const std::string& state_dir) {
+    std::string log = state_dir + "/container.log";
+    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd < 0) throw_errno("create " + log);
+    ::dup2(fd, STDOUT_FILENO);
+    ::dup2(fd, STDERR_FILENO);
+    ::close(fd);
+  };
+  hooks.on_started = [report_fd] {
+    write_report(report_fd, "0 started");
+    ::close(report_fd);
+  };
+  try {
+    runtime::run_container(config, ctx, hooks);
+    ::_exit(0);
+  } catch (const Error& e) {
+    write_report(report_fd, std::to_string(e.exit_status()) + " " + e.what());
+  } catch (const std::exception& e) {
+    write_report(report_fd, "125 " + std::string(e.what()));
+  }
+  ::_exit(exit_code::runtime_error);
+}
+}  // namespace
+
+int run_detached(const runtime::ContainerConfig& config, const runtime::Context& ctx) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw_errno("pipe for the container monitor");
+  std::cout.flush();
+  pid_t monitor = ::fork();
+  if (monitor < 0) throw_errno("fork the container monitor");
+  if (monitor == 0) {
+    ::close(fds[0]);
+    monitor_main(config, ctx, fds[1]);
+  }
+  ::close(fds[1]);
+  std::string report;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fds[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
+    if (n > 0) report.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fds[0]);
+  if (report.empty()) throw Error("the container monitor died during setup");
+  auto space = report.find(' ');
+  int status = std::atoi(report.substr(0, space).c_str());
+  if (status != 0) {
+    throw Error(report.substr(space + 1), 0, {}, status);
+  }
+  std::cout << config.name << std::endl;
+  return 0;
+}
+
+}  // namespace mrun::cli

@@ -1,0 +1,51 @@
+// mrun kill NAME [SIGNAL]   -- see mrun(1)
+#include <cerrno>
+
+#include "base/error.hpp"
+#include "cli/command.hpp"
+#include "cli/signal_names.hpp"
+#include "runtime/state.hpp"
+#include "sys/syscalls.hpp"
+
+namespace mrun::cli {
+
+namespace {
+
+class KillCommand : public Command {
+ public:
+  CLI::App* add_to(CLI::App& app) override {
+    auto* kill = app.add_subcommand("kill", "send a signal to a container's init process");
+    kill->add_option("NAME", name_, "container name")->required();
+    kill->add_option("SIGNAL", signal_, "signal name or number (default: TERM)");
+    return kill;
+  }
+
+  int execute(const runtime::GlobalOptions& global) override {
+    auto sig = parse_signal(signal_);
+    if (!sig) throw Error("unknown signal \"" + signal_ + "\"", EINVAL, "use a name like TERM or KILL, or a number");
+    auto ctx = runtime::make_context(global);
+    runtime::StateStore store(ctx.state_root);
+    auto state = store.read(name_);
+    if (!state) throw Error("no such container \"" + name_ + "\"", ENOENT, "see `mrun list`");
+    if (runtime::effective_status(*state) != runtime::Status::running) {
+      throw Error("container \"" + name_ + "\" is not running", ESRCH);
+    }
+    // pidfd + start time: never signal a process that merely reused the pid.
+    UniqueFd pidfd = sys::pidfd_open(state->pid);
+    if (!runtime::process_alive(state->pid, state->pid_start) ||
+        !sys::pidfd_send_signal(pidfd.get(), *sig)) {
+      throw Error("container \"" + name_ + "\" is not running", ESRCH);
+    }
+    return 0;
+  }
+
+ private:
+  std::string name_;
+  std::string signal_ = "TERM";
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_kill_command() { return std::make_unique<KillCommand>(); }
+
+}  // namespace mrun::cli

@@ -1,0 +1,82 @@
+// mrun: a rootless, user-namespace-first container runtime. See mrun(1).
+#include <algorithm>
+#include <iostream>
+
+#include "base/error.hpp"
+#include "base/log.hpp"
+#include "cli/command.hpp"
+
+namespace {
+
+int run_cli(int argc, char** argv) {
+  using namespace mrun;
+  CLI::App app{"mrun: rootless containers, user namespace first", "mrun"};
+  app.require_subcommand(1);
+  app.fallthrough();  // global options are accepted after the subcommand too
+  app.set_version_flag("--version", "mrun " MRUN_VERSION);
+  runtime::GlobalOptions global;
+  app.add_option("--root", global.state_root,
+                 "state directory (default: $XDG_RUNTIME_DIR/mrun, /tmp/mrun-UID, root: /run/mrun)");
+  app.add_flag("--debug", global.debug, "print what mrun decides and why");
+
+  std::vector<std::unique_ptr<cli::Command>> commands;
+  commands.push_back(cli::make_run_command());
+  commands.push_back(cli::make_rootfs_command());
+  commands.push_back(cli::make_list_command());
+  commands.push_back(cli::make_kill_command());
+  commands.push_back(cli::make_delete_command());
+  std::vector<std::pair<CLI::App*, cli::Command*>> registered;
+  for (auto& command : commands) registered.emplace_back(command->add_to(app), command.get());
+
+  // Find the subcommand word (skipping global options) and let it take its trailing
+  // words before CLI11 parses the rest.
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--root") {
+      ++i;
+      continue;
+    }
+    if (!args[i].empty() && args[i][0] == '-') continue;
+    for (auto& [sub, command] : registered) {
+      if (sub->check_name(args[i])) {
+        std::vector<std::string> tail(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+        command->take_trailing(tail);
+        args.resize(i + 1);
+        args.insert(args.end(), tail.begin(), tail.end());
+      }
+    }
+    break;
+  }
+  std::reverse(args.begin(), args.end());  // CLI11 takes a reversed vector
+
+  try {
+    app.parse(args);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    Logger().error(std::string(e.what()) + " (see mrun --help)");
+    return exit_code::runtime_error;
+  }
+  for (auto& [sub, command] : registered) {
+    if (sub->parsed()) return command->execute(global);
+  }
+  return exit_code::runtime_error;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run_cli(argc, argv);
+  } catch (const mrun::Error& e) {
+    mrun::Logger().error(e.what());
+    return e.exit_status();
+  } catch (const std::exception& e) {
+    mrun::Logger().error(e.what());
+    return mrun::exit_code::runtime_error;
+  }
+}

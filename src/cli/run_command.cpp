@@ -1,0 +1,215 @@
+// mrun run [OPTIONS] [ROOTFS] [--] [CMD [ARG...]]   -- see mrun-run(1)
+#include <fcntl.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+
+#include "base/error.hpp"
+#include "base/strings.hpp"
+#include "cli/command.hpp"
+#include "cli/detach.hpp"
+#include "mount/busybox_rootfs.hpp"
+#include "mount/mount_plan.hpp"
+#include "runtime/launcher.hpp"
+#include "sys/fs.hpp"
+
+namespace mrun::cli {
+
+namespace {
+
+constexpr const char* default_path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+struct RunOptions {
+  std::string name;
+  bool remove = false;
+  bool detach = false;
+  bool tty = false;
+  std::vector<std::string> env;
+  std::string workdir = "/";
+  std::string user;
+  std::string hostname;
+  std::vector<std::string> volumes;
+  bool read_only = false;
+  std::string overlay = "auto";
+  std::string userns = "auto";
+  std::string network = "none";
+  bool init = false;
+};
+
+std::string random_name() {
+  unsigned char bytes[4];
+  if (::getrandom(bytes, sizeof bytes, 0) != sizeof bytes) throw_errno("getrandom");
+  static const char* hex = "0123456789abcdef";
+  std::string name = "mrun-";
+  for (unsigned char b : bytes) {
+    name += hex[b >> 4];
+    name += hex[b & 15];
+  }
+  return name;
+}
+
+std::string absolute_path(const std::string& path, const std::string& what) {
+  char* resolved = ::realpath(path.c_str(), nullptr);
+  if (resolved == nullptr) {
+    throw Error(what + " " + path + " does not exist", errno,
+                what == "rootfs" ? "give an existing rootfs directory, or omit it to use the "
+                                   "built-in busybox rootfs"
+                                 : "create it first");
+  }
+  std::string result = resolved;
+  std::free(resolved);
+  return result;
+}
+
+// UID[:GID]. Without GID: the user's primary group from the image's /etc/passwd, else 0.
+runtime::UserSpec parse_user(const std::string& spec, const std::string& rootfs) {
+  runtime::UserSpec user;
+  auto parts = split(spec, ':');
+  const std::string fix = "use -u UID[:GID] with numeric ids";
+  auto uid = parts.empty() ? std::nullopt : parse_u64(parts[0]);
+  if (parts.size() > 2 || !uid || *uid > 0xfffffffeULL) {
+    throw Error("user \"" + spec + "\" is not UID[:GID]", EINVAL, fix);
+  }
+  user.uid = static_cast<uid_t>(*uid);
+  if (parts.size() == 2) {
+    auto gid = parse_u64(parts[1]);
+    if (!gid || *gid > 0xfffffffeULL) throw Error("group in \"" + spec + "\" is not numeric", EINVAL, fix);
+    user.gid = static_cast<gid_t>(*gid);
+    return user;
+  }
+  std::ifstream passwd(rootfs + "/etc/passwd");
+  std::string line;
+  while (std::getline(passwd, line)) {
+    auto fields = split(line, ':');
+    if (fields.size() >= 4 && fields[2] == parts[0]) {
+      if (auto gid = parse_u64(fields[3])) user.gid = static_cast<gid_t>(*gid);
+      break;
+    }
+  }
+  return user;
+}
+
+std::vector<std::string> build_env(const RunOptions& options, const std::string& hostname,
+                                   const runtime::UserSpec& user) {
+  std::vector<std::string> env{std::string("PATH=") + default_path, "HOSTNAME=" + hostname,
+                               std::string("HOME=") + (user.uid == 0 ? "/root" : "/")};
+  if (options.tty) env.emplace_back("TERM=xterm");
+  for (const auto& entry : options.env) {
+    std::string key = entry.substr(0, entry.find('='));
+    if (key.empty()) throw Error("environment entry \"" + entry + "\" has no name", EINVAL, "use -e KEY=VALUE");
+    std::string value;
+    if (entry.find('=') == std::string::npos) {
+      // -e KEY: pass the caller's value through, as podman does; skip when unset.
+      const char* host = std::getenv(key.c_str());
+      if (host == nullptr) continue;
+      value = key + "=" + host;
+    } else {
+      value = entry;
+    }
+    std::erase_if(env, [&](const std::string& e) { return starts_with(e, key + "="); });
+    env.push_back(value);
+  }
+  return env;
+}
+
+class RunCommand : public Command {
+ public:
+  CLI::App* add_to(CLI::App& app) override {
+    auto* run = app.add_subcommand("run", "run a command in a new container");
+    run->add_option("--name", options_.name, "container name (default: mrun-XXXXXXXX)");
+    run->add_flag("--rm", options_.remove, "remove the container when it exits");
+    run->add_flag("-d,--detach", options_.detach, "run in the background and print the name");
+    run->add_flag("-t,--tty", options_.tty, "allocate a pseudo-terminal");
+    run->add_option("-e,--env", options_.env, "set KEY=VALUE (or pass KEY through)")->take_all();
+    run->add_option("-w,--workdir", options_.workdir, "working directory inside the container");
+    run->add_option("-u,--user", options_.user, "UID[:GID] to run the command as");
+    run->add_option("--hostname", options_.hostname, "hostname (default: the container name)");
+    run->add_option("-v,--volume", options_.volumes, "bind mount SRC:DST[:ro|rw]")->take_all();
+    run->add_flag("--read-only", options_.read_only, "mount the root filesystem read-only");
+    run->add_option("--overlay", options_.overlay, "auto|native|fuse|none")
+        ->check(CLI::IsMember({"auto", "native", "fuse", "none"}));
+    run->add_option("--userns", options_.userns, "auto|single")->check(CLI::IsMember({"auto", "single"}));
+    run->add_option("--network", options_.network, "none|host")->check(CLI::IsMember({"none", "host"}));
+    run->add_flag("--init", options_.init, "run mrun's reaper as PID 1");
+    // ROOTFS, "--" and the command are taken verbatim: options after ROOTFS belong
+    // to the command.
+    run_ = run;
+    return run;
+  }
+
+  int execute(const runtime::GlobalOptions& global) override {
+    runtime::Context ctx = runtime::make_context(global);
+    runtime::ContainerConfig config = build_config(ctx);
+    if (config.detach) return run_detached(config, ctx);
+    return runtime::run_container(config, ctx);
+  }
+
+ private:
+  runtime::ContainerConfig build_config(const runtime::Context& ctx) {
+    const std::vector<std::string>& rest = trailing_;
+    std::string rootfs;
+    std::vector<std::string> command;
+    std::size_t i = 0;
+    if (i < rest.size() && rest[i] != "--") rootfs = rest[i++];
+    if (i < rest.size() && rest[i] == "--") ++i;
+    command.assign(rest.begin() + static_cast<std::ptrdiff_t>(i), rest.end());
+
+    runtime::ContainerConfig config;
+    config.rootfs = rootfs.empty() ? mount::default_rootfs(ctx.data_root) : absolute_path(rootfs, "rootfs");
+    config.args = command.empty() ? std::vector<std::string>{"/bin/sh"} : command;
+    config.name = options_.name.empty() ? random_name() : options_.name;
+    config.hostname = options_.hostname.empty() ? config.name : options_.hostname;
+    config.workdir = options_.workdir;
+    if (!options_.user.empty()) config.user = parse_user(options_.user, config.rootfs);
+    config.env = build_env(options_, config.hostname, config.user);
+    for (const auto& spec : options_.volumes) {
+      auto volume = mount::parse_volume(spec);
+      config.volumes.push_back({absolute_path(volume.source, "volume source"), volume.destination,
+                                volume.read_only});
+    }
+    config.read_only = options_.read_only;
+    config.overlay = *runtime::parse_overlay_mode(options_.overlay);
+    config.userns = options_.userns == "single" ? runtime::UsernsMode::single : runtime::UsernsMode::automatic;
+    config.network = *runtime::parse_network_mode(options_.network);
+    config.init = options_.init;
+    config.tty = options_.tty;
+    config.detach = options_.detach;
+    config.remove_on_exit = options_.remove;
+    runtime::validate(config);
+    return config;
+  }
+
+  // [ROOTFS] [--] [CMD [ARG...]]: everything from the first word that is not an option
+  // of ours (or from "--") on. Options after ROOTFS belong to the command, so these
+  // words never reach CLI11.
+  void take_trailing(std::vector<std::string>& args) override {
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      const std::string& word = args[i];
+      if (word == "--" || word.empty() || word[0] != '-' || word == "-") {
+        trailing_.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+        args.resize(i);
+        return;
+      }
+      if (word.find('=') != std::string::npos && word.rfind("--", 0) == 0) continue;  // --opt=value
+      std::string name = word.rfind("--", 0) == 0 ? word : word.substr(0, 2);
+      const CLI::Option* option = run_->get_option_no_throw(name);
+      bool takes_value = option != nullptr && option->get_expected_max() != 0;  // flags expect 0
+      // "-eKEY=V" carries its value; "-dt" is a bundle of flags.
+      if (takes_value && (word.rfind("--", 0) == 0 || word.size() == 2)) ++i;
+    }
+  }
+
+  RunOptions options_;
+  std::vector<std::string> trailing_;
+  CLI::App* run_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_run_command() { return std::make_unique<RunCommand>(); }
+
+}  // namespace mrun::cli

@@ -1,0 +1,160 @@
+#include "mount/mount_plan.hpp"
+
+#include <sys/mount.h>
+
+#include <cerrno>
+
+#include "base/error.hpp"
+#include "base/strings.hpp"
+
+namespace mrun::mount {
+
+const std::vector<std::string>& default_device_nodes() {
+  static const std::vector<std::string> nodes{"null", "zero", "full", "random", "urandom", "tty"};
+  return nodes;
+}
+
+const std::vector<std::string>& default_masked_paths() {
+  static const std::vector<std::string> paths{
+      "/proc/acpi",        "/proc/kcore",       "/proc/keys",          "/proc/latency_stats",
+      "/proc/timer_list",  "/proc/timer_stats", "/proc/sched_debug",   "/proc/scsi",
+      "/sys/firmware",     "/sys/fs/selinux",   "/sys/dev/block",
+      "/sys/devices/virtual/powercap",
+  };
+  return paths;
+}
+
+const std::vector<std::string>& default_read_only_paths() {
+  static const std::vector<std::string> paths{"/proc/asound", "/proc/bus", "/proc/fs",
+                                              "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"};
+  return paths;
+}
+
+namespace {
+MountStep fs(std::string target, std::string fstype, unsigned long flags, std::string data) {
+  MountStep step;
+  step.kind = StepKind::filesystem;
+  step.target = std::move(target);
+  step.source = fstype;
+  step.fstype = std::move(fstype);
+  step.flags = flags;
+  step.data = std::move(data);
+  return step;
+}
+
+MountStep symlink(std::string target, std::string points_to) {
+  MountStep step;
+  step.kind = StepKind::symlink;
+  step.target = std::move(target);
+  step.source = std::move(points_to);
+  return step;
+}
+}  // namespace
+
+std::vector<MountStep> plan_container_mounts(const MountPlanInput& input) {
+  constexpr unsigned long secure = MS_NOSUID | MS_NODEV | MS_NOEXEC;
+  std::vector<MountStep> plan;
+
+  plan.push_back(fs("/proc", "proc", secure, ""));
+
+  // /dev: a small tmpfs holding only what a container needs. Nodes are bind-mounted
+  // from the host because mknod needs CAP_MKNOD in the initial user namespace and a
+  // tmpfs mounted in a user namespace is nodev anyway.
+  plan.push_back(fs("/dev", "tmpfs", MS_NOSUID | MS_STRICTATIME, "mode=755,size=65536k"));
+  for (const auto& node : default_device_nodes()) {
+    MountStep bind;
+    bind.kind = StepKind::bind;
+    bind.source = "/dev/" + node;
+    bind.target = "/dev/" + node;
+    bind.target_is_file = true;
+    plan.push_back(bind);
+  }
+  std::string devpts_opts = "newinstance,ptmxmode=0666,mode=0620";
+  // gid=5 (tty) must exist in the namespace, or the kernel refuses the option.
+  if (!input.user_namespace || input.gid5_mapped) devpts_opts += ",gid=5";
+  plan.push_back(fs("/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, devpts_opts));
+  plan.push_back(symlink("/dev/ptmx", "pts/ptmx"));
+  plan.push_back(fs("/dev/shm", "tmpfs", secure, "mode=1777,size=65536k"));
+  plan.push_back(fs("/dev/mqueue", "mqueue", secure, ""));
+  plan.push_back(symlink("/dev/fd", "/proc/self/fd"));
+  plan.push_back(symlink("/dev/stdin", "/proc/self/fd/0"));
+  plan.push_back(symlink("/dev/stdout", "/proc/self/fd/1"));
+  plan.push_back(symlink("/dev/stderr", "/proc/self/fd/2"));
+  plan.push_back(symlink("/dev/core", "/proc/kcore"));
+
+  MountStep sys = fs("/sys", "sysfs", secure | MS_RDONLY, "");
+  if (!input.own_network_namespace) {
+    // sysfs may only be mounted by the owner of the network namespace.
+    sys.kind = StepKind::bind;
+    sys.source = "/sys";
+    sys.fstype.clear();
+    sys.flags = 0;
+    sys.recursive = true;
+    sys.read_only = true;
+  } else {
+    sys.fallback_bind = "/sys";
+  }
+  plan.push_back(sys);
+
+  for (const auto& path : default_masked_paths()) {
+    MountStep mask;
+    mask.kind = StepKind::mask;
+    mask.target = path;
+    mask.optional = true;
+    plan.push_back(mask);
+  }
+  for (const auto& path : default_read_only_paths()) {
+    MountStep ro;
+    ro.kind = StepKind::read_only;
+    ro.target = path;
+    ro.optional = true;
+    plan.push_back(ro);
+  }
+
+  for (const auto& volume : input.volumes) {
+    MountStep bind;
+    bind.kind = StepKind::bind;
+    bind.source = volume.source;
+    bind.target = volume.destination;
+    bind.recursive = true;
+    bind.read_only = volume.read_only;
+    bind.target_is_file = volume.source_is_file;
+    plan.push_back(bind);
+  }
+
+  if (input.read_only_root) {
+    MountStep ro;
+    ro.kind = StepKind::root_read_only;
+    ro.target = "/";
+    plan.push_back(ro);
+  }
+  return plan;
+}
+
+VolumeSpec parse_volume(const std::string& spec) {
+  auto parts = split(spec, ':');
+  const std::string fix = "use -v SRC:DST[:ro|rw] with absolute paths";
+  if (parts.size() < 2 || parts.size() > 3) {
+    throw Error("volume \"" + spec + "\" is malformed", EINVAL, fix);
+  }
+  VolumeSpec volume;
+  volume.source = parts[0];
+  volume.destination = parts[1];
+  if (parts.size() == 3) {
+    if (parts[2] == "ro") {
+      volume.read_only = true;
+    } else if (parts[2] != "rw") {
+      throw Error("volume \"" + spec + "\" has unknown option \"" + parts[2] + "\"", EINVAL, fix);
+    }
+  }
+  if (volume.source.empty() || volume.source.front() != '/' || volume.destination.empty() ||
+      volume.destination.front() != '/') {
+    throw Error("volume \"" + spec + "\": both paths must be absolute", EINVAL, fix);
+  }
+  if (volume.destination == "/") {
+    throw Error("volume \"" + spec + "\": cannot mount over the container root", EINVAL, fix);
+  }
+  return volume;
+}
+
+}  // namespace mrun::mount

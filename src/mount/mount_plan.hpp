@@ -1,0 +1,63 @@
+// The container's mount table as data. `plan_container_mounts` is pure (unit tested
+// without privilege); `apply_mount_plan` (mount_apply.hpp) carries it out inside the
+// new root. Targets are container paths, resolved under the new root at apply time.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace mrun::mount {
+
+enum class StepKind {
+  filesystem,      // mount a fresh filesystem (proc, tmpfs, devpts, mqueue, sysfs)
+  bind,            // bind a host path (device node, volume) into the container
+  mask,            // hide: /dev/null over a file, an empty read-only tmpfs over a dir
+  read_only,       // bind the path onto itself and remount it read-only
+  symlink,         // create a symlink (e.g. /dev/fd -> /proc/self/fd)
+  root_read_only,  // remount the root read-only (--read-only), last
+};
+
+struct MountStep {
+  StepKind kind = StepKind::filesystem;
+  std::string target;           // container path
+  std::string source;           // host path (bind) or fs source name
+  std::string fstype;           // filesystem
+  unsigned long flags = 0;      // MS_* for filesystem mounts
+  std::string data;             // mount options
+  bool recursive = false;       // bind: rbind
+  bool read_only = false;       // bind: remount read-only afterwards
+  bool target_is_file = false;  // bind: create an empty file as the mount point
+  bool optional = false;        // skip silently when the target does not exist
+  // A fresh sysfs needs a network namespace of our own; without it, fall back to a
+  // read-only rbind of the host's /sys.
+  std::string fallback_bind;
+  bool operator==(const MountStep&) const = default;
+};
+
+struct VolumeSpec {
+  std::string source;
+  std::string destination;
+  bool read_only = false;
+  bool source_is_file = false;
+};
+
+struct MountPlanInput {
+  bool user_namespace = true;         // devpts gid=5 only when gid 5 is mapped
+  bool gid5_mapped = true;
+  bool own_network_namespace = true;  // fresh sysfs allowed
+  bool read_only_root = false;
+  std::vector<VolumeSpec> volumes;
+};
+
+// Device nodes bound from the host's /dev (all rootless-safe; mknod is not).
+const std::vector<std::string>& default_device_nodes();
+// The OCI defaults (runc spec / podman) for masked and read-only paths.
+const std::vector<std::string>& default_masked_paths();
+const std::vector<std::string>& default_read_only_paths();
+
+std::vector<MountStep> plan_container_mounts(const MountPlanInput& input);
+
+// "SRC:DST[:ro|rw]" -> VolumeSpec; throws mrun::Error naming the spec and the fix.
+VolumeSpec parse_volume(const std::string& spec);
+
+}  // namespace mrun::mount

@@ -1,0 +1,79 @@
+#include "runtime/config.hpp"
+
+#include <cerrno>
+
+#include "base/error.hpp"
+
+namespace mrun::runtime {
+
+std::string to_string(OverlayMode mode) {
+  switch (mode) {
+    case OverlayMode::automatic: return "auto";
+    case OverlayMode::native: return "native";
+    case OverlayMode::fuse: return "fuse";
+    case OverlayMode::none: return "none";
+  }
+  return "?";
+}
+
+std::optional<OverlayMode> parse_overlay_mode(const std::string& text) {
+  if (text == "auto") return OverlayMode::automatic;
+  if (text == "native") return OverlayMode::native;
+  if (text == "fuse") return OverlayMode::fuse;
+  if (text == "none") return OverlayMode::none;
+  return std::nullopt;
+}
+
+std::string to_string(NetworkMode mode) { return mode == NetworkMode::host ? "host" : "none"; }
+
+std::optional<NetworkMode> parse_network_mode(const std::string& text) {
+  if (text == "none") return NetworkMode::none;
+  if (text == "host") return NetworkMode::host;
+  return std::nullopt;
+}
+
+bool valid_container_name(const std::string& name) {
+  // podman's rule: [a-zA-Z0-9][a-zA-Z0-9_.-]*; we also cap the length so the name fits
+  // in paths and in the 64-byte UTS hostname.
+  if (name.empty() || name.size() > 64) return false;
+  auto alnum = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+  };
+  if (!alnum(name[0])) return false;
+  for (char c : name) {
+    if (!alnum(c) && c != '_' && c != '.' && c != '-') return false;
+  }
+  return true;
+}
+
+void validate(const ContainerConfig& config) {
+  if (!valid_container_name(config.name)) {
+    throw Error("invalid container name \"" + config.name + "\"", EINVAL,
+                "use 1-64 characters from [a-zA-Z0-9_.-], starting with a letter or digit");
+  }
+  if (config.rootfs.empty() || config.rootfs.front() != '/') {
+    throw Error("rootfs path \"" + config.rootfs + "\" must be absolute", EINVAL);
+  }
+  if (config.args.empty() || config.args.front().empty()) {
+    throw Error("no command to run", EINVAL, "give a command after the rootfs");
+  }
+  if (config.workdir.empty() || config.workdir.front() != '/') {
+    throw Error("working directory \"" + config.workdir + "\" must be absolute", EINVAL);
+  }
+  if (config.hostname.size() > 64) {
+    throw Error("hostname \"" + config.hostname + "\" is longer than 64 characters", EINVAL);
+  }
+  for (const auto& v : config.volumes) {
+    if (v.source.empty() || v.source.front() != '/' || v.destination.empty() ||
+        v.destination.front() != '/') {
+      throw Error("volume " + v.source + ":" + v.destination + ": both paths must be absolute",
+                  EINVAL);
+    }
+  }
+  if (config.tty && config.detach) {
+    throw Error("--tty cannot be combined with --detach", EINVAL,
+                "there is no attach command yet; drop -t or -d");
+  }
+}
+
+}  // namespace mrun::runtime

@@ -1,0 +1,211 @@
+#include "runtime/container_init.hpp"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "base/error.hpp"
+#include "base/strings.hpp"
+#include "mount/mount_apply.hpp"
+#include "runtime/reaper.hpp"
+#include "sys/fs.hpp"
+#include "sys/syscalls.hpp"
+
+namespace mrun::runtime {
+
+namespace {
+
+void wait_for_id_maps(const SyncChannel& sync) { sync.expect(SyncType::ids_mapped); }
+
+void drop_host_groups(const LaunchSpec& spec) {
+  // The caller's supplementary groups are unmapped in the namespace (they show as
+  // nogroup); drop them, as podman does. With a single-ID map setgroups is denied by
+  // the kernel and the groups stay (see ROOTLESS-GPU.md, row 3).
+  if (spec.may_setgroups && ::setgroups(0, nullptr) != 0) throw_errno("drop supplementary groups");
+}
+
+void mount_rootfs(const LaunchSpec& spec, const SyncChannel& sync) {
+  const auto& layers = spec.layers;
+  const bool in_userns = spec.privilege.new_user_namespace;
+  switch (spec.overlay) {
+    case OverlayMode::none:
+      sys::bind_mount(layers.lower, layers.merged, true);
+      spec.log.debug("overlay: none (writes go to " + layers.lower + ")");
+      return;
+    case OverlayMode::native:
+    case OverlayMode::automatic: {
+      std::string failure = mount::try_native_overlay(layers, in_userns);
+      if (failure.empty()) {
+        spec.log.debug("overlay: native");
+        return;
+      }
+      if (spec.overlay == OverlayMode::native) {
+        throw Error(failure, 0, "the kernel refused overlayfs here; retry with --overlay=fuse");
+      }
+      spec.log.debug("native overlay failed (" + failure + "); using fuse-overlayfs");
+      sync.send(SyncType::need_fuse, 0, failure);
+      break;
+    }
+    case OverlayMode::fuse:
+      sync.send(SyncType::need_fuse, 0, "requested with --overlay=fuse");
+      break;
+  }
+  auto reply = sync.receive();
+  if (!reply || reply->type != SyncType::fuse_ready) ::_exit(exit_code::runtime_error);
+  spec.log.debug("overlay: fuse");
+}
+
+void prepare_workdir(const std::string& workdir) {
+  sys::make_dirs(workdir, 0755);
+  if (::chdir(workdir.c_str()) != 0) throw_errno("change to working directory " + workdir);
+}
+
+// Opens a pty inside the container's own devpts (so `tty` shows /dev/pts/N there),
+// hands the master to mrun, and makes the slave our controlling terminal.
+void attach_new_pty(const SyncChannel& sync) {
+  UniqueFd master(::open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC));
+  if (!master) throw_errno("open /dev/ptmx in the container");
+  if (::unlockpt(master.get()) != 0) throw_errno("unlock pty");
+  int slave = ::ioctl(master.get(), TIOCGPTPEER, O_RDWR | O_NOCTTY);
+  if (slave < 0) throw_errno("open pty slave");
+  sync.send(SyncType::pty_master, 0, "", master.get());
+  master.reset();
+  sync.expect(SyncType::pty_ready);
+  if (::ioctl(slave, TIOCSCTTY, 0) != 0) throw_errno("make the pty the controlling terminal");
+  for (int fd = 0; fd < 3; ++fd) {
+    if (::dup2(slave, fd) < 0) throw_errno("attach pty to fd " + std::to_string(fd));
+  }
+  if (slave > 2) ::close(slave);
+}
+
+void switch_user(const LaunchSpec& spec) {
+  const auto& user = spec.config.user;
+  if (user.uid == 0 && user.gid == 0) return;
+  if (::setresgid(user.gid, user.gid, user.gid) != 0) {
+    throw_errno("switch to gid " + std::to_string(user.gid),
+                "the gid must be mapped in the user namespace (0-65535 with subordinate ids)");
+  }
+  if (::setresuid(user.uid, user.uid, user.uid) != 0) {
+    throw_errno("switch to uid " + std::to_string(user.uid),
+                "the uid must be mapped in the user namespace (0-65535 with subordinate ids)");
+  }
+}
+
+std::string env_value(const std::vector<std::string>& env, const std::string& key) {
+  for (const auto& entry : env) {
+    if (starts_with(entry, key + "=")) return entry.substr(key.size() + 1);
+  }
+  return {};
+}
+
+// After the last credential change (which clears it): die with mrun. If mrun died
+// already, the signal was never armed, so check through its pidfd.
+void die_with_parent(const UniqueFd& parent_pidfd) {
+  sys::set_parent_death_signal(SIGKILL);
+  struct pollfd p {parent_pidfd.get(), POLLIN, 0};
+  if (::poll(&p, 1, 0) > 0) ::_exit(exit_code::runtime_error);
+}
+
+void reset_signals() {
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig != SIGKILL && sig != SIGSTOP) ::signal(sig, SIG_DFL);
+  }
+}
+
+[[noreturn]] void exec_command(const LaunchSpec& spec, const UniqueFd& parent_pidfd) {
+  const auto& args = spec.config.args;
+  std::string path = resolve_command(args.front(), env_value(spec.config.env, "PATH"));
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::vector<char*> envp;
+  for (const auto& e : spec.config.env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  die_with_parent(parent_pidfd);
+  reset_signals();
+  ::execve(path.c_str(), argv.data(), envp.data());
+  int err = errno;
+  int status = (err == ENOENT) ? exit_code::not_found : exit_code::cannot_execute;
+  throw Error("execute " + args.front() + " (" + path + ")", err, {}, status);
+}
+
+[[noreturn]] void report_and_exit(const SyncChannel& sync, const Error& e) {
+  try {
+    sync.send(SyncType::error, e.exit_status(), e.what());
+  } catch (...) {
+    // The parent is gone; nobody to tell.
+  }
+  ::_exit(e.exit_status());
+}
+
+}  // namespace
+
+std::string resolve_command(const std::string& name, const std::string& path_env) {
+  auto check = [&](const std::string& candidate, bool searched) -> int {
+    struct stat st {};
+    if (::stat(candidate.c_str(), &st) != 0) return ENOENT;
+    if (S_ISDIR(st.st_mode)) return searched ? ENOENT : EISDIR;
+    if (::access(candidate.c_str(), X_OK) != 0) return EACCES;
+    return 0;
+  };
+  if (name.find('/') != std::string::npos) {
+    int err = check(name, false);
+    if (err == ENOENT) {
+      throw Error("executable file `" + name + "` not found", ENOENT, {}, exit_code::not_found);
+    }
+    if (err != 0) throw Error("cannot execute `" + name + "`", err, {}, exit_code::cannot_execute);
+    return name;
+  }
+  int denied = 0;
+  for (const auto& dir : split(path_env, ':')) {
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    int err = check(candidate, true);
+    if (err == 0) return candidate;
+    if (err == EACCES) denied = err;
+  }
+  if (denied != 0) {
+    throw Error("cannot execute `" + name + "`", denied, {}, exit_code::cannot_execute);
+  }
+  throw Error("executable file `" + name + "` not found in $PATH", ENOENT, {}, exit_code::not_found);
+}
+
+void container_main(const LaunchSpec& spec, const SyncChannel& sync, const UniqueFd& parent_pidfd) {
+  try {
+    // Its own session: terminal signals reach mrun, which forwards them once.
+    ::setsid();
+    wait_for_id_maps(sync);
+    drop_host_groups(spec);
+    sys::make_rprivate("/");
+    mount_rootfs(spec, sync);
+    mount::apply_mount_plan(spec.layers.merged, spec.mounts, spec.log);
+    sys::pivot_into(spec.layers.merged);
+    sys::set_hostname(spec.config.hostname);
+    if (spec.config.network == NetworkMode::none) sys::bring_loopback_up();
+    if (spec.config.tty) attach_new_pty(sync);
+    prepare_workdir(spec.config.workdir);
+    if (spec.config.init) {
+      // PID 1 becomes mrun's reaper; the command runs as its child (PID 2).
+      pid_t command = ::fork();
+      if (command < 0) throw_errno("fork the command under --init");
+      if (command > 0) run_reaper(command, sync, parent_pidfd);
+    }
+    switch_user(spec);
+    exec_command(spec, parent_pidfd);
+  } catch (const Error& e) {
+    report_and_exit(sync, e);
+  } catch (const std::exception& e) {
+    report_and_exit(sync, Error(e.what()));
+  }
+}
+
+}  // namespace mrun::runtime

@@ -1,0 +1,18 @@
+// The container side of `mrun run`: runs in the cloned child, inside the new
+// namespaces, and ends in execve of the user's command (or in _exit with a status).
+#pragma once
+
+#include "base/unique_fd.hpp"
+#include "runtime/launch_spec.hpp"
+#include "runtime/sync_channel.hpp"
+
+namespace mrun::runtime {
+
+[[noreturn]] void container_main(const LaunchSpec& spec, const SyncChannel& sync,
+                                 const UniqueFd& parent_pidfd);
+
+// Command lookup as execvp does it, against the container's PATH; throws an Error
+// carrying exit status 127 (not found) or 126 (not executable).
+std::string resolve_command(const std::string& name, const std::string& path_env);
+
+}  // namespace mrun::runtime

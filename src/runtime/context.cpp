@@ -1,0 +1,22 @@
+#include "runtime/context.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "runtime/privilege.hpp"
+
+namespace mrun::runtime {
+
+Context make_context(const GlobalOptions& options) {
+  Context ctx;
+  ctx.log.set_debug(options.debug);
+  auto model = privilege_model_for(::getuid());
+  ctx.state_root = options.state_root.empty() ? model.default_state_root : options.state_root;
+  ctx.data_root = model.default_data_root;
+  if (const char* f = std::getenv("MRUN_SUBUID_FILE")) ctx.subuid_file = f;
+  if (const char* f = std::getenv("MRUN_SUBGID_FILE")) ctx.subgid_file = f;
+  return ctx;
+}
+
+}  // namespace mrun::runtime

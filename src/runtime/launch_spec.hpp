@@ -1,0 +1,26 @@
+// Everything the container's setup process needs, computed by the parent before clone:
+// the child only carries out decisions, it makes none.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/log.hpp"
+#include "mount/mount_plan.hpp"
+#include "mount/overlay.hpp"
+#include "runtime/config.hpp"
+#include "runtime/privilege.hpp"
+
+namespace mrun::runtime {
+
+struct LaunchSpec {
+  ContainerConfig config;
+  PrivilegeModel privilege;
+  mount::OverlayLayers layers;       // lower = config.rootfs
+  OverlayMode overlay = OverlayMode::automatic;
+  std::vector<mount::MountStep> mounts;
+  bool may_setgroups = true;         // false when setgroups is denied (single-ID map)
+  Logger log;
+};
+
+}  // namespace mrun::runtime

@@ -1,0 +1,339 @@
+#include "runtime/launcher.hpp"
+
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <pwd.h>
+#include <sched.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <fstream>
+#include <optional>
+#include <thread>
+
+#include "base/error.hpp"
+#include "base/scope_guard.hpp"
+#include "base/strings.hpp"
+#include "mount/overlay.hpp"
+#include "runtime/container_init.hpp"
+#include "runtime/launch_spec.hpp"
+#include "runtime/state.hpp"
+#include "runtime/storage.hpp"
+#include "runtime/supervise.hpp"
+#include "runtime/sync_channel.hpp"
+#include "sys/fs.hpp"
+#include "sys/spawn.hpp"
+#include "sys/syscalls.hpp"
+#include "userns/apply_idmap.hpp"
+#include "userns/idmap.hpp"
+
+namespace mrun::runtime {
+
+namespace {
+
+std::string caller_name() {
+  struct passwd* pw = ::getpwuid(::getuid());
+  return pw != nullptr ? pw->pw_name : std::to_string(::getuid());
+}
+
+userns::IdMapPlan plan_ids(const ContainerConfig& config, const PrivilegeModel& privilege,
+                           const Context& ctx) {
+  if (!privilege.new_user_namespace) return {};
+  bool want_subordinate = config.userns == UsernsMode::automatic && !privilege.rootful;
+  std::vector<userns::SubIdRange> subuids, subgids;
+  if (want_subordinate) {
+    subuids = userns::read_subid_file(ctx.subuid_file, caller_name(), ::getuid());
+    subgids = userns::read_subid_file(ctx.subgid_file, caller_name(), ::getuid());
+  }
+  auto plan = userns::plan_id_maps(::getuid(), ::getgid(), subuids, subgids, want_subordinate);
+  if (want_subordinate && plan.kind == userns::MapKind::single) {
+    ctx.log.warn("no subordinate ids for " + caller_name() + " in " + ctx.subuid_file + " and " +
+                 ctx.subgid_file + ": only container root is mapped (add a range with "
+                 "`usermod --add-subuids 100000-165535 --add-subgids 100000-165535 " +
+                 caller_name() + "`)");
+  }
+  return plan;
+}
+
+// Claims the name under the state lock. A leftover of a killed mrun with the same name
+// is cleaned up first; a live or stopped container keeps its name.
+void claim_name(const StateStore& store, const Context& ctx, const std::string& name) {
+  StateLock lock(store.root());
+  if (store.claim(name)) return;
+  auto existing = store.read(name);
+  bool leftover = !existing || (existing->status != Status::stopped &&
+                                effective_status(*existing) == Status::stopped);
+  if (leftover) {
+    ctx.log.debug("removing leftover of a killed mrun for container " + name);
+    if (existing) remove_storage(ctx, existing->storage_dir, existing->subordinate_ids);
+    store.remove(name);
+    if (store.claim(name)) return;
+  }
+  throw Error("container name \"" + name + "\" is already in use", EEXIST,
+              "choose another --name, or remove it with `mrun delete " + name + "`");
+}
+
+void wait_for_fuse_mount(pid_t container, const std::string& merged, int fuse_pidfd,
+                         const std::string& log_path) {
+  using namespace std::chrono;
+  auto deadline = steady_clock::now() + seconds(10);
+  const std::string mountinfo = "/proc/" + std::to_string(container) + "/mountinfo";
+  while (steady_clock::now() < deadline) {
+    if (auto text = sys::read_file(mountinfo)) {
+      for (const auto& line : split(*text, '\n')) {
+        auto fields = split(line, ' ');
+        if (fields.size() > 4 && fields[4] == merged && line.find(" - fuse") != std::string::npos) {
+          return;
+        }
+      }
+    }
+    if (sys::try_wait_pidfd(fuse_pidfd) >= 0) {
+      std::string output(trim(sys::read_file(log_path).value_or("")));
+      throw Error("fuse-overlayfs exited before mounting the rootfs: " + output, 0,
+                  "check that /dev/fuse is usable, or retry with --overlay=native");
+    }
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+  throw Error("fuse-overlayfs did not mount the rootfs within 10s", ETIMEDOUT);
+}
+
+// fuse-overlayfs runs outside the container's PID namespace (so it is not visible in
+// it and does not become a child of the command), but inside its user and mount
+// namespaces, where the rootfs must appear. It dies with mrun (parent-death signal).
+sys::SpawnedProcess start_fuse_overlay(const LaunchSpec& spec, pid_t container, int container_pidfd,
+                                       const std::string& state_dir) {
+  std::string program = sys::find_in_path("fuse-overlayfs", std::getenv("PATH") ? std::getenv("PATH") : "");
+  if (program.empty()) {
+    throw Error("fuse-overlayfs not found in PATH", ENOENT,
+                "install it (apt-get install fuse-overlayfs) or use --overlay=native");
+  }
+  std::string log_path = state_dir + "/fuse-overlayfs.log";
+  UniqueFd log(::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (!log) throw_errno("create " + log_path);
+  sys::SpawnOptions options;
+  options.stdout_fd = log.get();
+  options.stderr_fd = log.get();
+  options.death_signal = SIGKILL;
+  int nstypes = CLONE_NEWNS | (spec.privilege.new_user_namespace ? CLONE_NEWUSER : 0);
+  options.before_exec = [container_pidfd, nstypes] {
+    sys::setns_pidfd(container_pidfd, nstypes, "the container");
+  };
+  auto fuse = sys::spawn_program(mount::fuse_overlayfs_argv(program, spec.layers), options);
+  try {
+    wait_for_fuse_mount(container, spec.layers.merged, fuse.pidfd.get(), log_path);
+  } catch (...) {
+    sys::pidfd_send_signal(fuse.pidfd.get(), SIGKILL);
+    if (sys::try_wait_pidfd(fuse.pidfd.get()) < 0) sys::wait_pidfd(fuse.pidfd.get());
+    throw;
+  }
+  return fuse;
+}
+
+void stop_fuse_overlay(std::optional<sys::SpawnedProcess>& fuse) {
+  if (!fuse) return;
+  sys::pidfd_send_signal(fuse->pidfd.get(), SIGTERM);
+  for (int i = 0; i < 200; ++i) {
+    if (sys::try_wait_pidfd(fuse->pidfd.get()) >= 0) {
+      fuse.reset();
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  sys::pidfd_send_signal(fuse->pidfd.get(), SIGKILL);
+  sys::wait_pidfd(fuse->pidfd.get());
+  fuse.reset();
+}
+
+unsigned long long namespace_flags(const LaunchSpec& spec) {
+  unsigned long long flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWCGROUP;
+  if (spec.privilege.new_user_namespace) flags |= CLONE_NEWUSER;
+  if (spec.config.network == NetworkMode::none) flags |= CLONE_NEWNET;
+  return flags;
+}
+
+LaunchSpec make_launch_spec(const ContainerConfig& config, const PrivilegeModel& privilege,
+                            const userns::IdMapPlan& ids, const std::string& storage, const Context& ctx) {
+  LaunchSpec spec;
+  spec.config = config;
+  spec.privilege = privilege;
+  spec.log = ctx.log;
+  spec.overlay = config.overlay;
+  spec.layers.lower = config.rootfs;
+  spec.layers.upper = storage + "/upper";
+  spec.layers.work = storage + "/work";
+  spec.layers.merged = storage + "/merged";
+  spec.may_setgroups = !privilege.new_user_namespace || ids.kind == userns::MapKind::subordinate;
+
+  mount::MountPlanInput input;
+  input.user_namespace = privilege.new_user_namespace;
+  input.gid5_mapped = !privilege.new_user_namespace || userns::map_to_host(ids.gids, 5) >= 0;
+  input.own_network_namespace = config.network == NetworkMode::none;
+  input.read_only_root = config.read_only;
+  for (const auto& v : config.volumes) {
+    mount::VolumeSpec volume{v.source, v.destination, v.read_only, !sys::is_dir(v.source)};
+    input.volumes.push_back(volume);
+  }
+  spec.mounts = mount::plan_container_mounts(input);
+  return spec;
+}
+
+void check_inputs(const ContainerConfig& config) {
+  if (!sys::is_dir(config.rootfs)) {
+    throw Error("rootfs " + config.rootfs + " is not a directory", ENOENT,
+                "give an existing rootfs directory, or omit it to use the built-in busybox rootfs");
+  }
+  for (const auto& v : config.volumes) {
+    if (!sys::exists(v.source)) {
+      throw Error("volume source " + v.source + " does not exist", ENOENT, "create it first");
+    }
+  }
+}
+
+}  // namespace
+
+void remove_container(const Context& ctx, const std::string& name) {
+  StateStore store(ctx.state_root);
+  auto state = store.read(name);
+  if (state) remove_storage(ctx, state->storage_dir, state->subordinate_ids);
+  store.remove(name);
+}
+
+void sweep_leftovers(const Context& ctx) {
+  StateStore store(ctx.state_root);
+  if (!sys::is_dir(store.root())) return;
+  StateLock lock(store.root());
+  for (const auto& state : store.list()) {
+    if (state.status != Status::stopped && state.remove_on_exit &&
+        effective_status(state) == Status::stopped) {
+      ctx.log.debug("removing leftover of killed --rm container " + state.name);
+      try {
+        remove_container(ctx, state.name);
+      } catch (const Error& e) {
+        ctx.log.warn("could not remove leftover container " + state.name + ": " + e.what());
+      }
+    }
+  }
+}
+
+int run_container(const ContainerConfig& config, const Context& ctx, const LaunchHooks& hooks) {
+  validate(config);
+  check_inputs(config);
+  const PrivilegeModel privilege = privilege_model_for(::getuid(), &config);
+  StateStore store(ctx.state_root);
+  store.ensure_root();
+  sweep_leftovers(ctx);
+
+  // 1. Claim the name; from here on, any failure removes what was made.
+  claim_name(store, ctx, config.name);
+  const std::string storage = storage_dir_for(ctx, config.name);
+  bool subordinate = false;
+  auto cleanup = [&] {
+    StateLock lock(store.root());
+    try {
+      remove_storage(ctx, storage, subordinate);
+    } catch (const Error& e) {
+      ctx.log.warn(e.what());
+    }
+    store.remove(config.name);
+  };
+  ScopeGuard undo_claim(cleanup);
+
+  ContainerState state;
+  state.name = config.name;
+  state.monitor_pid = ::getpid();
+  state.monitor_start = sys::process_start_time(::getpid());
+  state.rootfs = config.rootfs;
+  state.command = config.args;
+  state.created = now_rfc3339();
+  state.storage_dir = storage;
+  state.remove_on_exit = config.remove_on_exit;
+  state.detached = config.detach;
+  state.rootless = !privilege.rootful;
+  store.write(state);
+  if (hooks.on_claimed) hooks.on_claimed(store.dir_of(config.name));
+
+  // 2. Plan: id maps, storage, mounts.
+  const auto ids = plan_ids(config, privilege, ctx);
+  subordinate = ids.kind == userns::MapKind::subordinate;
+  state.subordinate_ids = subordinate;
+  sys::make_dirs(storage, 0700);
+  for (const char* sub : {"/upper", "/work", "/merged"}) sys::make_dirs(storage + sub, 0755);
+  LaunchSpec spec = make_launch_spec(config, privilege, ids, storage, ctx);
+
+  // 3. Clone the container into its namespaces; it waits for us on the sync socket.
+  SignalBlock blocked_signals;
+  UniqueFd self_pidfd = sys::pidfd_open(::getpid());
+  auto [parent_end, child_end] = SyncChannel::make_pair();
+  auto child = sys::clone_with_pidfd(namespace_flags(spec), SIGCHLD);
+  if (child.pid == 0) {
+    parent_end.close();
+    container_main(spec, child_end, self_pidfd);
+  }
+  child_end.close();
+  std::optional<sys::SpawnedProcess> fuse;
+  auto kill_child = [&] {
+    sys::pidfd_send_signal(child.pidfd.get(), SIGKILL);
+    sys::wait_pidfd(child.pidfd.get());
+    stop_fuse_overlay(fuse);
+  };
+  ScopeGuard undo_child(kill_child);
+
+  // 4. Map its ids (rootless: newuidmap/newgidmap) and let it set itself up.
+  if (privilege.new_user_namespace) userns::apply_id_maps(child.pid, ids);
+  parent_end.send(SyncType::ids_mapped);
+
+  // 5. Serve its requests until it execs the command (EOF) or reports an error.
+  UniqueFd pty_master;
+  std::optional<Error> setup_error;
+  state.overlay = config.overlay == OverlayMode::none ? "none" : "native";
+  while (auto message = parent_end.receive()) {
+    if (message->type == SyncType::need_fuse) {
+      try {
+        fuse = start_fuse_overlay(spec, child.pid, child.pidfd.get(), store.dir_of(config.name));
+        state.overlay = "fuse";
+        parent_end.send(SyncType::fuse_ready);
+      } catch (const Error&) {
+        parent_end.send(SyncType::fuse_failed);
+        throw;
+      }
+    } else if (message->type == SyncType::pty_master) {
+      pty_master = std::move(message->fd);
+      copy_window_size(pty_master.get());
+      parent_end.send(SyncType::pty_ready);
+    } else if (message->type == SyncType::error) {
+      setup_error = Error(message->text, 0, {}, message->value);
+    }
+  }
+  if (setup_error) throw *setup_error;
+
+  // 6. Running: record it, then supervise until it exits.
+  state.status = Status::running;
+  state.pid = child.pid;
+  state.pid_start = sys::process_start_time(child.pid);
+  {
+    StateLock lock(store.root());
+    store.write(state);
+  }
+  undo_child.dismiss();
+  undo_claim.dismiss();
+  if (hooks.on_started) hooks.on_started();
+
+  int status = supervise(child.pidfd.get(), std::move(pty_master));
+  stop_fuse_overlay(fuse);
+
+  // 7. Record the exit (or remove everything with --rm).
+  if (config.remove_on_exit) {
+    cleanup();
+  } else {
+    StateLock lock(store.root());
+    state.status = Status::stopped;
+    state.exit_code = status;
+    state.finished = now_rfc3339();
+    store.write(state);
+  }
+  return status;
+}
+
+}  // namespace mrun::runtime

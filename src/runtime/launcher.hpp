@@ -1,0 +1,32 @@
+// `mrun run`, the parent side: claim the name, plan, clone the container into its new
+// namespaces, map its ids, start fuse-overlayfs if needed, supervise it, record its
+// exit, clean up. The steps read in order in launcher.cpp.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "runtime/config.hpp"
+#include "runtime/context.hpp"
+
+namespace mrun::runtime {
+
+struct LaunchHooks {
+  // Called once the name is claimed (detach: redirect output to the container log).
+  std::function<void(const std::string& state_dir)> on_claimed;
+  // Called once the command was exec'd (detach: release the waiting caller).
+  std::function<void()> on_started;
+};
+
+// Runs the container to completion and returns its exit status. Errors before the
+// command starts throw mrun::Error and leave nothing behind.
+int run_container(const ContainerConfig& config, const Context& ctx, const LaunchHooks& hooks = {});
+
+// Removes containers whose mrun died (SIGKILL, reboot) and that asked for --rm; other
+// dead ones are left for `mrun list` to show and `mrun delete` to remove.
+void sweep_leftovers(const Context& ctx);
+
+// Removes a stopped container's state and storage.
+void remove_container(const Context& ctx, const std::string& name);
+
+}  // namespace mrun::runtime

@@ -1,0 +1,39 @@
+#include "runtime/privilege.hpp"
+
+#include <cstdlib>
+
+namespace mrun::runtime {
+
+namespace {
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr && value[0] == '/' ? std::string(value) : fallback;
+}
+}  // namespace
+
+PrivilegeModel privilege_model_for(uid_t uid, const ContainerConfig* config) {
+  PrivilegeModel model;
+  if (uid == 0) {
+    model.rootful = true;
+    model.new_user_namespace = config != nullptr && config->userns == UsernsMode::single;
+    model.may_write_any_id_map = true;
+    model.can_mknod = !model.new_user_namespace;
+    model.can_attach_device_filter = true;
+    model.default_state_root = "/run/mrun";
+    model.default_data_root = "/var/lib/mrun";
+    return model;
+  }
+  model.rootful = false;
+  model.new_user_namespace = true;
+  // $XDG_RUNTIME_DIR is what podman uses; without a login session (runuser, CI) fall
+  // back to a private directory in /tmp, checked to be ours.
+  model.default_state_root =
+      std::getenv("XDG_RUNTIME_DIR") != nullptr && std::getenv("XDG_RUNTIME_DIR")[0] == '/'
+          ? std::string(std::getenv("XDG_RUNTIME_DIR")) + "/mrun"
+          : "/tmp/mrun-" + std::to_string(uid);
+  std::string home = env_or("HOME", "/tmp/mrun-home-" + std::to_string(uid));
+  model.default_data_root = env_or("XDG_DATA_HOME", home + "/.local/share") + "/mrun";
+  return model;
+}
+
+}  // namespace mrun::runtime

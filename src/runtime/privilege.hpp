@@ -1,0 +1,34 @@
+// Every difference between running as root and running rootless lives here, as data.
+// The launcher asks these questions instead of testing getuid() in many places, so the
+// two paths stay comparable (and `mrun gpu matrix` can print what differs).
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "runtime/config.hpp"
+
+namespace mrun::runtime {
+
+struct PrivilegeModel {
+  bool rootful = false;
+  // Rootless needs a user namespace to own the other namespaces; rootful runs in the
+  // host's user namespace by default, as runc/crun/podman do, so that mknod and the
+  // device cgroup keep working.
+  bool new_user_namespace = true;
+  // Only root may write arbitrary id maps itself; others go through newuidmap/newgidmap
+  // (subordinate ids) or the single-ID map an unprivileged process may write.
+  bool may_write_any_id_map = false;
+  // CAP_MKNOD counts only in the initial user namespace (vfs_mknod uses capable()).
+  bool can_mknod = false;
+  // Loading BPF_PROG_TYPE_CGROUP_DEVICE needs bpf_capable() in the initial namespace.
+  bool can_attach_device_filter = false;
+  // Where state and container storage live.
+  std::string default_state_root;
+  std::string default_data_root;
+};
+
+PrivilegeModel privilege_model_for(uid_t uid, const ContainerConfig* config = nullptr);
+
+}  // namespace mrun::runtime

@@ -1,0 +1,14 @@
+// --init: mrun's own tiny PID 1. It forwards signals to the command, reaps every
+// orphan the kernel reparents to it, and exits with the command's status.
+#pragma once
+
+#include <sys/types.h>
+
+#include "base/unique_fd.hpp"
+#include "runtime/sync_channel.hpp"
+
+namespace mrun::runtime {
+
+[[noreturn]] void run_reaper(pid_t command, const SyncChannel& sync, const UniqueFd& parent_pidfd);
+
+}  // namespace mrun::runtime

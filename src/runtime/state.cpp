@@ -1,0 +1,165 @@
+#include "runtime/state.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <ctime>
+#include <nlohmann/json.hpp>
+
+#include "base/error.hpp"
+#include "sys/fs.hpp"
+#include "sys/syscalls.hpp"
+
+namespace mrun::runtime {
+
+using nlohmann::json;
+
+std::string to_string(Status status) {
+  switch (status) {
+    case Status::creating: return "creating";
+    case Status::running: return "running";
+    case Status::stopped: return "stopped";
+  }
+  return "unknown";
+}
+
+namespace {
+Status status_from_string(const std::string& text) {
+  if (text == "running") return Status::running;
+  if (text == "stopped") return Status::stopped;
+  return Status::creating;
+}
+}  // namespace
+
+std::string state_to_json(const ContainerState& s) {
+  json j = {
+      {"name", s.name},
+      {"status", to_string(s.status)},
+      {"pid", s.pid},
+      {"pid_start", s.pid_start},
+      {"monitor_pid", s.monitor_pid},
+      {"monitor_start", s.monitor_start},
+      {"exit_code", s.exit_code},
+      {"rootfs", s.rootfs},
+      {"command", s.command},
+      {"created", s.created},
+      {"finished", s.finished},
+      {"storage_dir", s.storage_dir},
+      {"overlay", s.overlay},
+      {"remove_on_exit", s.remove_on_exit},
+      {"detached", s.detached},
+      {"rootless", s.rootless},
+      {"subordinate_ids", s.subordinate_ids},
+  };
+  return j.dump(2) + "\n";
+}
+
+ContainerState state_from_json(const std::string& text) {
+  json j = json::parse(text);
+  ContainerState s;
+  s.name = j.at("name").get<std::string>();
+  s.status = status_from_string(j.value("status", "creating"));
+  s.pid = j.value("pid", 0);
+  s.pid_start = j.value("pid_start", 0ULL);
+  s.monitor_pid = j.value("monitor_pid", 0);
+  s.monitor_start = j.value("monitor_start", 0ULL);
+  s.exit_code = j.value("exit_code", -1);
+  s.rootfs = j.value("rootfs", "");
+  s.command = j.value("command", std::vector<std::string>{});
+  s.created = j.value("created", "");
+  s.finished = j.value("finished", "");
+  s.storage_dir = j.value("storage_dir", "");
+  s.overlay = j.value("overlay", "");
+  s.remove_on_exit = j.value("remove_on_exit", false);
+  s.detached = j.value("detached", false);
+  s.rootless = j.value("rootless", true);
+  s.subordinate_ids = j.value("subordinate_ids", false);
+  return s;
+}
+
+bool process_alive(pid_t pid, unsigned long long start_time) {
+  if (pid <= 0) return false;
+  return sys::process_start_time(pid) == start_time && start_time != 0;
+}
+
+Status effective_status(const ContainerState& s) {
+  if (s.status == Status::stopped) return Status::stopped;
+  if (s.status == Status::running) {
+    return process_alive(s.pid, s.pid_start) ? Status::running : Status::stopped;
+  }
+  // "creating": alive while the mrun that is setting it up lives.
+  return process_alive(s.monitor_pid, s.monitor_start) ? Status::creating : Status::stopped;
+}
+
+StateLock::StateLock(const std::string& root) {
+  std::string path = root + "/lock";
+  fd_.reset(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  if (!fd_) throw_errno("open state lock " + path);
+  while (::flock(fd_.get(), LOCK_EX) != 0) {
+    if (errno != EINTR) throw_errno("lock " + path);
+  }
+}
+
+StateStore::StateStore(std::string root) : root_(std::move(root)) {}
+
+void StateStore::ensure_root() const {
+  try {
+    sys::ensure_private_dir(root_);
+  } catch (const Error& e) {
+    throw e.with_hint("pass a writable directory with --root DIR");
+  }
+}
+
+bool StateStore::claim(const std::string& name) const {
+  if (::mkdir(dir_of(name).c_str(), 0700) == 0) return true;
+  if (errno == EEXIST) return false;
+  throw_errno("create state directory " + dir_of(name), "pass a writable --root DIR");
+}
+
+void StateStore::write(const ContainerState& state) const {
+  sys::write_file_atomic(dir_of(state.name) + "/state.json", state_to_json(state));
+}
+
+std::optional<ContainerState> StateStore::read(const std::string& name) const {
+  auto text = sys::read_file(dir_of(name) + "/state.json");
+  if (!text) return std::nullopt;
+  try {
+    return state_from_json(*text);
+  } catch (const std::exception&) {
+    return std::nullopt;  // torn only if written by something else than mrun
+  }
+}
+
+std::vector<ContainerState> StateStore::list() const {
+  std::vector<ContainerState> states;
+  DIR* dir = ::opendir(root_.c_str());
+  if (dir == nullptr) return states;
+  while (struct dirent* entry = ::readdir(dir)) {
+    std::string name = entry->d_name;
+    if (name == "." || name == ".." || entry->d_type != DT_DIR) continue;
+    if (auto state = read(name)) states.push_back(*state);
+  }
+  ::closedir(dir);
+  return states;
+}
+
+void StateStore::remove(const std::string& name) const {
+  if (!sys::remove_tree(dir_of(name))) {
+    throw Error("remove state directory " + dir_of(name), errno);
+  }
+}
+
+std::string now_rfc3339() {
+  std::time_t now = std::time(nullptr);
+  std::tm utc {};
+  ::gmtime_r(&now, &utc);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return buf;
+}
+
+}  // namespace mrun::runtime

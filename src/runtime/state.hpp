@@ -1,0 +1,76 @@
+// Container state on disk: <state root>/<name>/state.json, replaced atomically, with
+// every change made under an exclusive flock on <state root>/lock so that concurrent
+// mrun processes (a monitor recording an exit, a user deleting) never interleave.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/unique_fd.hpp"
+
+namespace mrun::runtime {
+
+enum class Status { creating, running, stopped };
+std::string to_string(Status status);
+
+struct ContainerState {
+  std::string name;
+  Status status = Status::creating;
+  pid_t pid = 0;                       // container init, host pid namespace
+  unsigned long long pid_start = 0;    // its start time: guards against pid reuse
+  pid_t monitor_pid = 0;               // the mrun process that waits for it
+  unsigned long long monitor_start = 0;
+  int exit_code = -1;                  // -1: unknown (still running, or mrun was killed)
+  std::string rootfs;
+  std::vector<std::string> command;
+  std::string created;                 // RFC 3339, UTC
+  std::string finished;
+  std::string storage_dir;             // upper/work/merged live here
+  std::string overlay;                 // native | fuse | none
+  bool remove_on_exit = false;
+  bool detached = false;
+  bool rootless = true;
+  bool subordinate_ids = false;        // the id map used (needed to delete the upper dir)
+};
+
+std::string state_to_json(const ContainerState& state);
+ContainerState state_from_json(const std::string& text);
+
+// Live status: a "running" record whose init process is gone (mrun was SIGKILLed, the
+// machine rebooted) reads as stopped.
+bool process_alive(pid_t pid, unsigned long long start_time);
+Status effective_status(const ContainerState& state);
+
+class StateLock {
+ public:
+  explicit StateLock(const std::string& root);
+ private:
+  UniqueFd fd_;
+};
+
+class StateStore {
+ public:
+  explicit StateStore(std::string root);
+  const std::string& root() const noexcept { return root_; }
+  std::string dir_of(const std::string& name) const { return root_ + "/" + name; }
+
+  // Creates <root> (private) if needed; throws a clear error when it is not writable.
+  void ensure_root() const;
+  // Claims a name: mkdir of its directory is the atomic test-and-set. Call under lock.
+  // Returns false when the name is taken.
+  bool claim(const std::string& name) const;
+  void write(const ContainerState& state) const;
+  std::optional<ContainerState> read(const std::string& name) const;
+  std::vector<ContainerState> list() const;
+  void remove(const std::string& name) const;
+
+ private:
+  std::string root_;
+};
+
+std::string now_rfc3339();
+
+}  // namespace mrun::runtime

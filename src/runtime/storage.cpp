@@ -1,0 +1,66 @@
+#include "runtime/storage.hpp"
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <sched.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "base/error.hpp"
+#include "sys/fs.hpp"
+#include "sys/syscalls.hpp"
+#include "userns/apply_idmap.hpp"
+#include "userns/idmap.hpp"
+
+namespace mrun::runtime {
+
+std::string storage_dir_for(const Context& ctx, const std::string& name) {
+  return ctx.data_root + "/containers/" + name;
+}
+
+namespace {
+std::string user_name() {
+  struct passwd* pw = ::getpwuid(::getuid());
+  return pw != nullptr ? pw->pw_name : std::to_string(::getuid());
+}
+
+bool remove_in_user_namespace(const Context& ctx, const std::string& dir) {
+  auto subuids = userns::read_subid_file(ctx.subuid_file, user_name(), ::getuid());
+  auto subgids = userns::read_subid_file(ctx.subgid_file, user_name(), ::getuid());
+  auto plan = userns::plan_id_maps(::getuid(), ::getgid(), subuids, subgids, true);
+  int go[2];
+  if (::pipe2(go, O_CLOEXEC) != 0) return false;
+  UniqueFd go_read(go[0]);
+  UniqueFd go_write(go[1]);
+  auto child = sys::clone_with_pidfd(CLONE_NEWUSER, SIGCHLD);
+  if (child.pid == 0) {
+    go_write.reset();
+    char byte = 0;
+    if (::read(go_read.get(), &byte, 1) != 1) ::_exit(1);
+    ::_exit(sys::remove_tree(dir) ? 0 : 1);
+  }
+  go_read.reset();
+  try {
+    userns::apply_id_maps(child.pid, plan);
+  } catch (const Error&) {
+    go_write.reset();
+    sys::wait_pidfd(child.pidfd.get());
+    return false;
+  }
+  [[maybe_unused]] ssize_t n = ::write(go_write.get(), "g", 1);
+  go_write.reset();
+  return sys::wait_pidfd(child.pidfd.get()) == 0;
+}
+}  // namespace
+
+void remove_storage(const Context& ctx, const std::string& dir, bool subordinate_ids) {
+  if (dir.empty() || !sys::exists(dir)) return;
+  if (sys::remove_tree(dir)) return;
+  if (::getuid() != 0 && subordinate_ids && remove_in_user_namespace(ctx, dir)) return;
+  throw Error("remove container storage " + dir, errno == 0 ? EPERM : errno,
+              "remove it by hand (as root, or inside `unshare -r`)");
+}
+
+}  // namespace mrun::runtime

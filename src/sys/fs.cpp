@@ -1,0 +1,163 @@
+#include "sys/fs.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <sstream>
+
+#include "base/error.hpp"
+#include "base/strings.hpp"
+#include "base/unique_fd.hpp"
+
+namespace mrun::sys {
+
+std::optional<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream content;
+  content << in.rdbuf();
+  return content.str();
+}
+
+void write_file(const std::string& path, const std::string& content) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd) throw_errno("open " + path + " for writing");
+  if (::write(fd.get(), content.data(), content.size()) != static_cast<ssize_t>(content.size())) {
+    throw_errno("write " + path);
+  }
+}
+
+void write_file_atomic(const std::string& path, const std::string& content, mode_t mode) {
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode));
+  if (!fd) throw_errno("create " + tmp);
+  if (::write(fd.get(), content.data(), content.size()) != static_cast<ssize_t>(content.size()) ||
+      ::fsync(fd.get()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    throw_errno(err, "write " + tmp);
+  }
+  fd.reset();
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    throw_errno(err, "rename " + tmp + " to " + path);
+  }
+}
+
+bool make_dirs(const std::string& path, mode_t mode) {
+  if (path.empty()) return false;
+  std::string current;
+  bool created = false;
+  for (const auto& part : split(path, '/')) {
+    if (part.empty()) {
+      if (current.empty()) current = "/";
+      continue;
+    }
+    if (!current.empty() && current.back() != '/') current += '/';
+    current += part;
+    if (::mkdir(current.c_str(), mode) == 0) {
+      created = true;
+    } else if (errno == EEXIST) {
+      created = false;
+      if (!is_dir(current)) throw Error("create directory " + current, ENOTDIR);
+    } else {
+      throw_errno("create directory " + current);
+    }
+  }
+  return created;
+}
+
+void ensure_private_dir(const std::string& path) {
+  make_dirs(path, 0700);
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) throw_errno("stat " + path);
+  if (!S_ISDIR(st.st_mode)) throw Error(path + " is not a directory", ENOTDIR);
+  if (st.st_uid != ::getuid()) {
+    throw Error("state directory " + path + " belongs to uid " + std::to_string(st.st_uid), EPERM,
+                "remove it or pass --root DIR");
+  }
+  if ((st.st_mode & 077) != 0 && ::chmod(path.c_str(), 0700) != 0) throw_errno("chmod " + path);
+  if (::access(path.c_str(), W_OK) != 0) {
+    throw_errno("state directory " + path + " is not writable", "pass --root DIR");
+  }
+}
+
+namespace {
+// Depth-first removal relative to a directory fd. Stays on one device: a mount point
+// left inside (there should be none) is never descended into.
+bool remove_children(int dir_fd, dev_t device) {
+  UniqueFd dup_fd(::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0));
+  if (!dup_fd) return false;
+  DIR* dir = ::fdopendir(dup_fd.release());
+  if (dir == nullptr) return false;
+  bool ok = true;
+  while (struct dirent* entry = ::readdir(dir)) {
+    std::string name = entry->d_name;
+    if (name == "." || name == "..") continue;
+    struct stat st {};
+    if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      ok = false;
+      continue;
+    }
+    if (S_ISDIR(st.st_mode)) {
+      if (st.st_dev != device) {
+        ok = false;
+        continue;
+      }
+      UniqueFd child(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!child && errno == EACCES) {
+        // Overlay's work/work is created mode 000; we own it, so open it up.
+        ::fchmodat(dir_fd, name.c_str(), 0700, 0);
+        child.reset(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      }
+      if (!child) {
+        ok = false;
+        continue;
+      }
+      ok = remove_children(child.get(), device) && ok;
+      if (::unlinkat(dir_fd, name.c_str(), AT_REMOVEDIR) != 0) ok = false;
+    } else if (::unlinkat(dir_fd, name.c_str(), 0) != 0) {
+      ok = false;
+    }
+  }
+  ::closedir(dir);
+  return ok;
+}
+}  // namespace
+
+bool remove_tree(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return errno == ENOENT;
+  if (!S_ISDIR(st.st_mode)) return ::unlink(path.c_str()) == 0;
+  UniqueFd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!dir) return false;
+  bool ok = remove_children(dir.get(), st.st_dev);
+  dir.reset();
+  return ::rmdir(path.c_str()) == 0 && ok;
+}
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+bool is_dir(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+std::string find_in_path(const std::string& name, const std::string& path_var) {
+  if (name.find('/') != std::string::npos) return name;
+  for (const auto& dir : split(path_var, ':')) {
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0 && !is_dir(candidate)) return candidate;
+  }
+  return {};
+}
+
+}  // namespace mrun::sys

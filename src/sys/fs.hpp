@@ -1,0 +1,30 @@
+// File helpers: whole-file reads and writes, atomic replacement, directory trees.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+
+namespace mrun::sys {
+
+std::optional<std::string> read_file(const std::string& path);
+void write_file(const std::string& path, const std::string& content);
+// Write to a temporary file in the same directory, fsync, rename over `path`: readers
+// see the old or the new content, never a torn one.
+void write_file_atomic(const std::string& path, const std::string& content, mode_t mode = 0600);
+// mkdir -p; returns true if the last component was created.
+bool make_dirs(const std::string& path, mode_t mode = 0755);
+// Creates `path` (and parents) as a private directory of the caller, refusing one that
+// exists but belongs to someone else or is reachable by others (a state dir in /tmp
+// must not be pre-created by another user).
+void ensure_private_dir(const std::string& path);
+// rm -rf without following symlinks or crossing into other mounts. Returns false if
+// something could not be removed (EACCES/EPERM: files of other uids), true when gone.
+bool remove_tree(const std::string& path);
+bool exists(const std::string& path);
+bool is_dir(const std::string& path);
+// Search PATH for an executable, like execvp: "" when not found.
+std::string find_in_path(const std::string& name, const std::string& path_var);
+
+}  // namespace mrun::sys

@@ -1,0 +1,105 @@
+#include "sys/spawn.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "base/error.hpp"
+#include "sys/syscalls.hpp"
+
+namespace mrun::sys {
+
+namespace {
+std::vector<char*> to_argv(const std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  for (const auto& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+  return argv;
+}
+
+// Child side: report "errno + message" through the CLOEXEC pipe and exit.
+[[noreturn]] void report_and_exit(int fd, int err, const std::string& message) {
+  std::string payload = std::to_string(err) + ":" + message;
+  [[maybe_unused]] ssize_t n = ::write(fd, payload.data(), payload.size());
+  ::_exit(127);
+}
+}  // namespace
+
+SpawnedProcess spawn_program(const std::vector<std::string>& argv, const SpawnOptions& options) {
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw_errno("pipe for " + argv.at(0));
+  UniqueFd status_read(pipe_fds[0]);
+  UniqueFd status_write(pipe_fds[1]);
+
+  pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) throw_errno("fork for " + argv.at(0));
+  if (pid == 0) {
+    status_read.reset();
+    try {
+      if (options.death_signal != 0) {
+        set_parent_death_signal(options.death_signal);
+        if (::getppid() != parent) ::_exit(127);
+      }
+      if (options.stdout_fd >= 0 && ::dup2(options.stdout_fd, STDOUT_FILENO) < 0) {
+        throw_errno("redirect stdout");
+      }
+      if (options.stderr_fd >= 0 && ::dup2(options.stderr_fd, STDERR_FILENO) < 0) {
+        throw_errno("redirect stderr");
+      }
+      if (options.before_exec) options.before_exec();
+      auto args = to_argv(argv);
+      ::execvp(args[0], args.data());
+      report_and_exit(status_write.get(), errno, "execute " + argv[0]);
+    } catch (const Error& e) {
+      report_and_exit(status_write.get(), e.errno_value(), e.what_failed());
+    } catch (const std::exception& e) {
+      report_and_exit(status_write.get(), 0, e.what());
+    }
+  }
+  status_write.reset();
+  SpawnedProcess child;
+  child.pid = pid;
+  child.pidfd = pidfd_open(pid);
+
+  std::string report;
+  char buf[512];
+  ssize_t n;
+  while ((n = ::read(status_read.get(), buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
+    if (n > 0) report.append(buf, static_cast<std::size_t>(n));
+  }
+  if (!report.empty()) {
+    wait_pidfd(child.pidfd.get());
+    auto colon = report.find(':');
+    int err = std::atoi(report.substr(0, colon).c_str());
+    throw Error(report.substr(colon + 1), err);
+  }
+  return child;
+}
+
+ProgramResult run_program(const std::vector<std::string>& argv) {
+  int out_fds[2];
+  if (::pipe2(out_fds, O_CLOEXEC) != 0) throw_errno("pipe for " + argv.at(0));
+  UniqueFd out_read(out_fds[0]);
+  UniqueFd out_write(out_fds[1]);
+  SpawnOptions options;
+  options.stdout_fd = out_write.get();
+  options.stderr_fd = out_write.get();
+  SpawnedProcess child = spawn_program(argv, options);
+  out_write.reset();
+  ProgramResult result;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(out_read.get(), buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
+    if (n > 0) result.output.append(buf, static_cast<std::size_t>(n));
+  }
+  result.status = wait_pidfd(child.pidfd.get());
+  return result;
+}
+
+}  // namespace mrun::sys

@@ -1,0 +1,40 @@
+// Running helper programs (newuidmap, fuse-overlayfs, ...) from the parent.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/unique_fd.hpp"
+
+namespace mrun::sys {
+
+struct ProgramResult {
+  int status = 0;       // exit code, or 128+signal
+  std::string output;   // stdout and stderr, merged
+};
+
+// Runs argv[0] (searched in PATH) to completion, capturing its output.
+ProgramResult run_program(const std::vector<std::string>& argv);
+
+struct SpawnOptions {
+  // Runs in the child between fork and exec (single-threaded parent: safe). Throwing
+  // reports the error to the parent through the exec-status pipe.
+  std::function<void()> before_exec;
+  int stdout_fd = -1;  // -1: inherit
+  int stderr_fd = -1;  // -1: inherit
+  int death_signal = 0;  // PR_SET_PDEATHSIG in the child: it dies with us
+};
+
+struct SpawnedProcess {
+  pid_t pid = -1;
+  UniqueFd pidfd;
+};
+
+// Starts argv[0] without waiting for it. Exec failure (or a before_exec error) is
+// reported synchronously as an Error.
+SpawnedProcess spawn_program(const std::vector<std::string>& argv, const SpawnOptions& options);
+
+}  // namespace mrun::sys

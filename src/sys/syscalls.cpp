@@ -1,0 +1,203 @@
+#include "sys/syscalls.hpp"
+
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <linux/openat2.h>
+#include <linux/sched.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "base/error.hpp"
+
+namespace mrun::sys {
+
+void mount(const std::string& source, const std::string& target, const std::string& fstype,
+           unsigned long flags, const std::string& data, const std::string& what) {
+  if (::mount(source.empty() ? nullptr : source.c_str(), target.c_str(),
+              fstype.empty() ? nullptr : fstype.c_str(), flags,
+              data.empty() ? nullptr : data.c_str()) != 0) {
+    throw_errno("mount " + what + " on " + target);
+  }
+}
+
+void bind_mount(const std::string& source, const std::string& target, bool recursive) {
+  unsigned long flags = MS_BIND | (recursive ? MS_REC : 0);
+  if (::mount(source.c_str(), target.c_str(), nullptr, flags, nullptr) != 0) {
+    throw_errno("bind mount " + source + " on " + target);
+  }
+}
+
+void remount_bind_readonly(const std::string& target) {
+  struct statvfs st {};
+  if (::statvfs(target.c_str(), &st) != 0) throw_errno("statvfs " + target);
+  unsigned long keep = 0;
+  if (st.f_flag & ST_NOSUID) keep |= MS_NOSUID;
+  if (st.f_flag & ST_NODEV) keep |= MS_NODEV;
+  if (st.f_flag & ST_NOEXEC) keep |= MS_NOEXEC;
+  if (st.f_flag & ST_NOATIME) keep |= MS_NOATIME;
+  if (st.f_flag & ST_NODIRATIME) keep |= MS_NODIRATIME;
+  if (st.f_flag & ST_RELATIME) keep |= MS_RELATIME;
+  if (::mount(nullptr, target.c_str(), nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY | keep,
+              nullptr) != 0) {
+    throw_errno("remount " + target + " read-only");
+  }
+}
+
+void make_tree_readonly(const std::string& target) {
+  struct mount_attr attr {};
+  attr.attr_set = MOUNT_ATTR_RDONLY;
+  if (::syscall(SYS_mount_setattr, AT_FDCWD, target.c_str(), AT_RECURSIVE, &attr,
+                sizeof attr) != 0) {
+    throw_errno("make " + target + " read-only (recursive)");
+  }
+}
+
+void make_rprivate(const std::string& target) {
+  if (::mount(nullptr, target.c_str(), nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+    throw_errno("make mounts under " + target + " private");
+  }
+}
+
+void umount_detach(const std::string& target) {
+  if (::umount2(target.c_str(), MNT_DETACH) != 0) throw_errno("unmount " + target);
+}
+
+void pivot_into(const std::string& new_root) {
+  // The pivot_root(".", ".") idiom (as in runc): the old root ends up stacked on top of
+  // the new one, so unmounting "." removes it without needing a directory for it
+  // inside the image.
+  UniqueFd root(::open(new_root.c_str(), O_DIRECTORY | O_RDONLY | O_CLOEXEC));
+  if (!root) throw_errno("open new root " + new_root);
+  if (::fchdir(root.get()) != 0) throw_errno("chdir to new root " + new_root);
+  if (::syscall(SYS_pivot_root, ".", ".") != 0) throw_errno("pivot_root to " + new_root);
+  // The old root may have shared mounts we must not propagate our unmount to.
+  if (::mount(nullptr, ".", nullptr, MS_REC | MS_SLAVE, nullptr) != 0) {
+    throw_errno("make old root a slave");
+  }
+  if (::umount2(".", MNT_DETACH) != 0) throw_errno("detach old root");
+  if (::chdir("/") != 0) throw_errno("chdir to / in the new root");
+}
+
+void set_hostname(const std::string& name) {
+  if (::sethostname(name.data(), name.size()) != 0) throw_errno("set hostname " + name);
+}
+
+void set_no_new_privs() {
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) throw_errno("set no_new_privs");
+}
+
+void set_parent_death_signal(int sig) {
+  if (::prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0) != 0) throw_errno("set parent death signal");
+}
+
+void bring_loopback_up() {
+  UniqueFd sock(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!sock) throw_errno("socket for loopback setup");
+  struct ifreq req {};
+  std::strncpy(req.ifr_name, "lo", IFNAMSIZ - 1);
+  if (::ioctl(sock.get(), SIOCGIFFLAGS, &req) != 0) throw_errno("read flags of lo");
+  req.ifr_flags = static_cast<short>(req.ifr_flags | IFF_UP | IFF_RUNNING);
+  if (::ioctl(sock.get(), SIOCSIFFLAGS, &req) != 0) throw_errno("bring lo up");
+}
+
+UniqueFd open_in_root(int root_fd, const std::string& path, int flags, mode_t mode) {
+  struct open_how how {};
+  how.flags = static_cast<unsigned long long>(flags | O_CLOEXEC);
+  how.mode = (flags & O_CREAT) ? mode : 0;
+  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+  std::string rel = path;
+  while (!rel.empty() && rel.front() == '/') rel.erase(0, 1);
+  if (rel.empty()) rel = ".";
+  long fd = ::syscall(SYS_openat2, root_fd, rel.c_str(), &how, sizeof how);
+  if (fd < 0) throw_errno("open " + path + " inside the container root");
+  return UniqueFd(static_cast<int>(fd));
+}
+
+std::string fd_path(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
+
+CloneResult clone_with_pidfd(unsigned long long flags, int exit_signal) {
+  int pidfd = -1;
+  struct clone_args args {};
+  args.flags = flags | CLONE_PIDFD;
+  args.pidfd = reinterpret_cast<std::uintptr_t>(&pidfd);
+  args.exit_signal = static_cast<unsigned long long>(exit_signal);
+  long pid = ::syscall(SYS_clone3, &args, sizeof args);
+  if (pid < 0) throw_errno("clone3 into new namespaces");
+  CloneResult result;
+  result.pid = static_cast<pid_t>(pid);
+  if (pid > 0) result.pidfd.reset(pidfd);
+  return result;
+}
+
+UniqueFd pidfd_open(pid_t pid) {
+  long fd = ::syscall(SYS_pidfd_open, pid, 0);
+  if (fd < 0) throw_errno("pidfd_open " + std::to_string(pid));
+  return UniqueFd(static_cast<int>(fd));
+}
+
+bool pidfd_send_signal(int pidfd, int sig) {
+  if (::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0) == 0) return true;
+  if (errno == ESRCH) return false;
+  throw_errno("send signal " + std::to_string(sig));
+}
+
+namespace {
+int shell_status(const siginfo_t& info) {
+  if (info.si_code == CLD_EXITED) return info.si_status;
+  return 128 + info.si_status;  // CLD_KILLED / CLD_DUMPED
+}
+}  // namespace
+
+int wait_pidfd(int pidfd) {
+  siginfo_t info {};
+  while (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd), &info, WEXITED) != 0) {
+    if (errno != EINTR) throw_errno("wait for container process");
+  }
+  return shell_status(info);
+}
+
+int try_wait_pidfd(int pidfd) {
+  siginfo_t info {};
+  if (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd), &info,
+               WEXITED | WNOHANG) != 0) {
+    throw_errno("wait for container process");
+  }
+  if (info.si_pid == 0) return -1;
+  return shell_status(info);
+}
+
+void setns_pidfd(int pidfd, int nstypes, const std::string& what) {
+  if (::setns(pidfd, nstypes) != 0) throw_errno("join namespaces of " + what);
+}
+
+unsigned long long process_start_time(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (content.empty()) return 0;
+  // The command name (field 2) may contain spaces and parentheses: parse after the last ')'.
+  std::size_t close = content.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(content.substr(close + 2));
+  std::string field;
+  // Fields after the name start at 3 (state); starttime is field 22.
+  for (int index = 3; index <= 22 && fields >> field; ++index) {
+    if (index == 22) return std::stoull(field);
+  }
+  return 0;
+}
+
+}  // namespace mrun::sys

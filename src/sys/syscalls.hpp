@@ -1,0 +1,61 @@
+// The only place in mrun that calls mount, pivot_root, clone3, setns and friends.
+// Every wrapper throws mrun::Error naming the object on failure, so callers read as
+// a list of steps and tests can assert on the message.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "base/unique_fd.hpp"
+
+namespace mrun::sys {
+
+// mount(2). `what` names the mount in errors ("overlay", "proc", "bind /dev/null").
+void mount(const std::string& source, const std::string& target, const std::string& fstype,
+           unsigned long flags, const std::string& data, const std::string& what);
+void bind_mount(const std::string& source, const std::string& target, bool recursive);
+// Remount an existing bind mount read-only, keeping the flags the kernel locked when
+// the mount was copied into our user namespace (nosuid, nodev, noexec, atime): asking
+// to clear a locked flag would fail with EPERM.
+void remount_bind_readonly(const std::string& target);
+// Recursively read-only (mount_setattr AT_RECURSIVE), for rbind'ed trees like /sys.
+void make_tree_readonly(const std::string& target);
+void make_rprivate(const std::string& target);
+void umount_detach(const std::string& target);
+// pivot_root(".", ".") in `new_root`, then detach the old root: afterwards nothing of
+// the host's mount tree is reachable from the process.
+void pivot_into(const std::string& new_root);
+
+void set_hostname(const std::string& name);
+void set_no_new_privs();
+void set_parent_death_signal(int sig);
+void bring_loopback_up();
+
+// Opens a path strictly inside `root_fd` (openat2 RESOLVE_IN_ROOT|RESOLVE_NO_MAGICLINKS):
+// a symlink in an image can never send a mount to the host.
+UniqueFd open_in_root(int root_fd, const std::string& path, int flags, mode_t mode = 0);
+// "/proc/self/fd/N", the path form of an fd, for mount(2) targets.
+std::string fd_path(int fd);
+
+struct CloneResult {
+  pid_t pid = -1;      // in the parent: the child's pid; in the child: 0
+  UniqueFd pidfd;      // in the parent: a pidfd for the child
+};
+// clone3 with CLONE_PIDFD and the given namespace flags, fork semantics (no shared VM).
+CloneResult clone_with_pidfd(unsigned long long flags, int exit_signal);
+
+UniqueFd pidfd_open(pid_t pid);
+// Returns false when the process is already gone (ESRCH).
+bool pidfd_send_signal(int pidfd, int sig);
+// Blocking wait; returns the shell-style status: code, or 128+signal.
+int wait_pidfd(int pidfd);
+// Non-blocking: returns -1 when still running.
+int try_wait_pidfd(int pidfd);
+void setns_pidfd(int pidfd, int nstypes, const std::string& what);
+
+// Start time of a process in clock ticks since boot (/proc/PID/stat field 22): with the
+// pid it identifies a process across pid reuse.
+unsigned long long process_start_time(pid_t pid);
+
+}  // namespace mrun::sys

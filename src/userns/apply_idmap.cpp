@@ -1,0 +1,47 @@
+#include "userns/apply_idmap.hpp"
+
+#include <cerrno>
+
+#include "base/error.hpp"
+#include "base/strings.hpp"
+#include "sys/fs.hpp"
+#include "sys/spawn.hpp"
+
+namespace mrun::userns {
+
+namespace {
+void run_helper(const std::string& program, pid_t pid, const std::vector<IdMapEntry>& entries,
+                const char* file) {
+  std::string found = sys::find_in_path(program, std::getenv("PATH") ? std::getenv("PATH") : "");
+  if (found.empty()) {
+    throw Error(program + " not found in PATH", ENOENT,
+                "install the uidmap package, or run with --userns=single");
+  }
+  auto result = sys::run_program(helper_argv(found, pid, entries));
+  if (result.status != 0) {
+    std::string output(trim(result.output));
+    throw Error(program + " failed to write the " + file + " range: " + output, 0,
+                std::string("check the caller's entry in /etc/") + file +
+                    " and that newuidmap/newgidmap are setuid root, or run with --userns=single");
+  }
+}
+}  // namespace
+
+void apply_id_maps(pid_t pid, const IdMapPlan& plan) {
+  const std::string proc = "/proc/" + std::to_string(pid);
+  if (plan.kind == MapKind::subordinate) {
+    run_helper("newuidmap", pid, plan.uids, "subuid");
+    run_helper("newgidmap", pid, plan.gids, "subgid");
+    return;
+  }
+  try {
+    sys::write_file(proc + "/setgroups", "deny");
+  } catch (const Error& e) {
+    // Root writing a map for its own child may keep setgroups; anyone else must deny.
+    if (e.errno_value() != EPERM) throw;
+  }
+  sys::write_file(proc + "/uid_map", format_map(plan.uids));
+  sys::write_file(proc + "/gid_map", format_map(plan.gids));
+}
+
+}  // namespace mrun::userns

@@ -1,0 +1,102 @@
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+
+#include "base/error.hpp"
+#include "runtime/config.hpp"
+#include "runtime/container_init.hpp"
+#include "runtime/privilege.hpp"
+
+using namespace mrun::runtime;
+
+namespace {
+ContainerConfig valid_config() {
+  ContainerConfig c;
+  c.name = "c1";
+  c.rootfs = "/srv/rootfs";
+  c.args = {"/bin/sh"};
+  return c;
+}
+}  // namespace
+
+TEST_CASE("container names follow podman's rule") {
+  REQUIRE(valid_container_name("web-1.test_a"));
+  REQUIRE_FALSE(valid_container_name(""));
+  REQUIRE_FALSE(valid_container_name("-x"));
+  REQUIRE_FALSE(valid_container_name("a/b"));
+  REQUIRE_FALSE(valid_container_name("../x"));
+  REQUIRE_FALSE(valid_container_name(std::string(65, 'a')));
+}
+
+TEST_CASE("config validation names the field and the fix") {
+  REQUIRE_NOTHROW(validate(valid_config()));
+  auto c = valid_config();
+  c.rootfs = "relative";
+  REQUIRE_THROWS_WITH(validate(c), Catch::Contains("must be absolute"));
+  c = valid_config();
+  c.workdir = "tmp";
+  REQUIRE_THROWS_WITH(validate(c), Catch::Contains("working directory"));
+  c = valid_config();
+  c.tty = c.detach = true;
+  REQUIRE_THROWS_WITH(validate(c), Catch::Contains("--tty cannot be combined with --detach"));
+  c = valid_config();
+  c.name = "bad name";
+  try {
+    validate(c);
+    FAIL("expected an error");
+  } catch (const mrun::Error& e) {
+    REQUIRE(e.exit_status() == 125);
+    REQUIRE_THAT(e.what(), Catch::Contains("invalid container name"));
+  }
+}
+
+TEST_CASE("overlay and network modes parse") {
+  REQUIRE(parse_overlay_mode("fuse") == OverlayMode::fuse);
+  REQUIRE_FALSE(parse_overlay_mode("fusion").has_value());
+  REQUIRE(parse_network_mode("host") == NetworkMode::host);
+  REQUIRE(to_string(OverlayMode::automatic) == "auto");
+}
+
+TEST_CASE("the privilege model keeps rootful and rootless differences in one place") {
+  auto rootless = privilege_model_for(1000);
+  REQUIRE(rootless.new_user_namespace);
+  REQUIRE_FALSE(rootless.can_mknod);
+  REQUIRE_FALSE(rootless.can_attach_device_filter);
+  REQUIRE_FALSE(rootless.may_write_any_id_map);
+  auto rootful = privilege_model_for(0);
+  REQUIRE_FALSE(rootful.new_user_namespace);
+  REQUIRE(rootful.can_mknod);
+  REQUIRE(rootful.default_state_root == "/run/mrun");
+  auto config = valid_config();
+  config.userns = UsernsMode::single;
+  REQUIRE(privilege_model_for(0, &config).new_user_namespace);
+}
+
+TEST_CASE("command lookup gives 127 for missing and 126 for not executable") {
+  REQUIRE(resolve_command("sh", "/nonexistent:/bin") == "/bin/sh");
+  try {
+    resolve_command("no-such-command-xyz", "/bin:/usr/bin");
+    FAIL("expected an error");
+  } catch (const mrun::Error& e) {
+    REQUIRE(e.exit_status() == 127);
+    REQUIRE_THAT(e.what(), Catch::Contains("not found in $PATH"));
+  }
+  char plain[] = "/tmp/mrun-unit-plain-XXXXXX";
+  int fd = ::mkstemp(plain);
+  REQUIRE(fd >= 0);
+  ::close(fd);
+  try {
+    resolve_command(plain, "/bin");
+    FAIL("expected an error");
+  } catch (const mrun::Error& e) {
+    REQUIRE(e.exit_status() == 126);
+  }
+  ::unlink(plain);
+  try {
+    resolve_command("/no/such/file", "/bin");
+    FAIL("expected an error");
+  } catch (const mrun::Error& e) {
+    REQUIRE(e.exit_status() == 127);
+  }
+}

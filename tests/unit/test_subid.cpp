@@ -1,0 +1,37 @@
+#include <catch2/catch.hpp>
+#include <sstream>
+
+#include "userns/subid.hpp"
+
+using mrun::userns::parse_subid;
+using mrun::userns::SubIdRange;
+
+TEST_CASE("subid: entries match by name or by uid, in file order") {
+  std::istringstream in(
+      "# comment\n"
+      "alice:100000:65536\n"
+      "bob:165536:65536\n"
+      "\n"
+      "1000:300000:10\n"
+      "alice:400000:5\n");
+  auto ranges = parse_subid(in, "alice", 1000);
+  REQUIRE(ranges == std::vector<SubIdRange>{{100000, 65536}, {300000, 10}, {400000, 5}});
+}
+
+TEST_CASE("subid: malformed lines are skipped, not fatal") {
+  std::istringstream in(
+      "alice:100000\n"           // too few fields
+      "alice:abc:65536\n"        // not a number
+      "alice:100000:0\n"         // empty range
+      "alice:-5:10\n"            // signed
+      "alice:4294967290:100\n"   // overflows 32-bit ids
+      "alice:1:2:3\n"            // too many fields
+      "  alice:200000:1000  \n"); // surrounding blanks are fine
+  auto ranges = parse_subid(in, "alice", 1000);
+  REQUIRE(ranges == std::vector<SubIdRange>{{200000, 1000}});
+}
+
+TEST_CASE("subid: another user's entries are not ours") {
+  std::istringstream in("alicex:100000:65536\nalic:1:1\n10000:5:5\n");
+  REQUIRE(parse_subid(in, "alice", 1000).empty());
+}
