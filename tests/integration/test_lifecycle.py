@@ -1,0 +1,369 @@
+"""Detach, list, kill, delete, --rm, names, state dirs, and cleanup after
+the foreground mrun is killed with SIGKILL."""
+
+import os
+import signal
+
+import pytest
+
+import mrunlib as M
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _catches(pid, sig):
+    """Has process PID a handler for SIG (SigCgt in /proc/PID/status)?"""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("SigCgt:"):
+                    return bool(int(line.split()[1], 16) & (1 << (sig - 1)))
+    except OSError:
+        pass
+    return False
+
+
+def _gone(mrun, name, env=None):
+    """Asserts that container NAME left no state dir and no upper dir."""
+    state = M.state_paths_of(name, M.state_dir(env))
+    assert not state, f"state of {name} left: {state}"
+    cdir = M.container_dir(name, env)
+    assert not os.path.exists(cdir), f"upper dir of {name} left: {cdir}"
+
+
+def _cleanup(mrun, *names_):
+    for n in names_:
+        mrun("delete", "-f", n)
+
+
+# ---- detach and list ---------------------------------------------------------
+
+def test_detach_prints_name_and_returns(mrun, rootfs, name):
+    r = mrun.detach("--name", name, rootfs, "/bin/sleep", "1000")
+    try:
+        M.assert_rc(r)
+        assert r.out == f"{name}\n", f"mrun run -d must print the container name\n{r!r}"
+        entry = mrun.entry(name)
+        assert entry is not None and entry.get("status") == "running", (
+            f"mrun list: {mrun.list_json()}")
+    finally:
+        _cleanup(mrun, name)
+    _gone(mrun, name)
+
+
+def test_detach_does_not_hold_the_callers_stdio(mrun, rootfs, name):
+    p = mrun.popen("run", "-d", "--name", name, rootfs, "/bin/sleep", "1000")
+    try:
+        rc = p.wait(timeout=15)
+        assert rc == 0, f"mrun run -d exited {rc}: {p.stderr.read()!r}"
+        assert M.pipe_closed_within(p.stdout, 3), (
+            "after mrun run -d returned, something (the container or a monitor) still holds "
+            "the caller's stdout open: `x=$(mrun run -d ...)` would hang")
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        p.stdout.close()
+        p.stderr.close()
+        _cleanup(mrun, name)
+
+
+def test_list_table(mrun, rootfs, name):
+    r = mrun.detach("--name", name, rootfs, "/bin/sleep", "1000")
+    try:
+        M.assert_rc(r)
+        t = mrun("list")
+        M.assert_rc(t)
+        header = t.lines[0].split() if t.lines else []
+        assert "NAME" in header and "STATUS" in header, f"no NAME/STATUS header:\n{t.out}"
+        rows = [line.split() for line in t.lines[1:] if line.split()[:1] == [name]]
+        assert len(rows) == 1 and "running" in rows[0], f"{name} not listed as running:\n{t.out}"
+    finally:
+        _cleanup(mrun, name)
+
+
+def test_list_json(mrun, rootfs, name):
+    r = mrun.detach("--name", name, rootfs, "/bin/sleep", "1000")
+    try:
+        M.assert_rc(r)
+        entry = mrun.entry(name)
+        assert entry is not None, f"{name} not in {mrun.list_json()}"
+        for key in ("name", "pid", "status", "rootfs", "created"):
+            assert key in entry, f"list --format json entry lacks {key!r}: {entry}"
+        assert entry["status"] == "running", entry
+        assert entry["rootfs"] == rootfs, entry
+        assert isinstance(entry["pid"], int) and entry["pid"] > 0, entry
+        assert _alive(entry["pid"]), f"pid {entry['pid']} is not a live host process"
+        with open(f"/proc/{entry['pid']}/cmdline", "rb") as f:
+            assert b"sleep" in f.read(), "pid is not the container's process"
+        assert entry["created"], entry
+    finally:
+        _cleanup(mrun, name)
+
+
+def test_generated_name(mrun, rootfs):
+    r = mrun.detach(rootfs, "/bin/sleep", "1000")
+    generated = r.out.strip()
+    try:
+        M.assert_rc(r)
+        assert generated and "\n" not in generated, r
+        entry = mrun.entry(generated)
+        assert entry is not None and entry["status"] == "running", mrun.list_json()
+    finally:
+        if generated:
+            _cleanup(mrun, generated)
+
+
+# ---- kill ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("spelling", [None, "TERM", "SIGTERM", "15"],
+                         ids=["default", "TERM", "SIGTERM", "15"])
+def test_kill_sends_sigterm(mrun, rootfs, name, spelling):
+    r = mrun.detach("--name", name, rootfs, "/bin/mrun-probe", "sigwait", "60")
+    try:
+        M.assert_rc(r)
+        pid = mrun.wait_status(name, "running")["pid"]
+        assert M.wait_until(lambda: _catches(pid, signal.SIGTERM), 10), (
+            f"pid {pid} from mrun list never installed the probe's SIGTERM handler "
+            f"(is it the container's PID 1?)")
+        k = mrun("kill", name, *([spelling] if spelling else []))
+        M.assert_rc(k)
+        mrun.wait_status(name, "stopped")
+        assert not _alive(pid), f"container pid {pid} still alive after it was listed stopped"
+    finally:
+        _cleanup(mrun, name)
+
+
+def test_kill_with_sigkill(mrun, rootfs, name):
+    r = mrun.detach("--name", name, rootfs, "/bin/sleep", "1000")
+    try:
+        M.assert_rc(r)
+        M.assert_rc(mrun("kill", name, "KILL"))
+        mrun.wait_status(name, "stopped")
+    finally:
+        _cleanup(mrun, name)
+
+
+def test_kill_unknown_container_is_125(mrun, name):
+    M.assert_mrun_error(mrun("kill", name), 125, mentions=[name])
+
+
+def test_kill_bad_signal_is_125(mrun, rootfs, name):
+    r = mrun.detach("--name", name, rootfs, "/bin/sleep", "1000")
+    try:
+        M.assert_rc(r)
+        M.assert_mrun_error(mrun("kill", name, "NOTASIGNAL"), 125, mentions=["NOTASIGNAL"])
+        assert mrun.entry(name)["status"] == "running"
+    finally:
+        _cleanup(mrun, name)
+
+
+# ---- delete ------------------------------------------------------------------
+
+def test_delete_running_needs_force(mrun, rootfs, name):
+    r = mrun.detach("--name", name, rootfs, "/bin/sleep", "1000")
+    try:
+        M.assert_rc(r)
+        pid = mrun.wait_status(name, "running")["pid"]
+        d = mrun("delete", name)
+        M.assert_mrun_error(d, 125, mentions=[name])
+        assert mrun.entry(name)["status"] == "running", "a refused delete changed the container"
+        M.assert_rc(mrun("delete", "--force", name))
+        assert mrun.entry(name) is None, "deleted container still listed"
+        assert M.wait_until(lambda: not _alive(pid), 5), f"pid {pid} survived delete --force"
+    finally:
+        _cleanup(mrun, name)
+    _gone(mrun, name)
+
+
+def test_delete_short_force_flag(mrun, rootfs, name):
+    r = mrun.detach("--name", name, rootfs, "/bin/sleep", "1000")
+    M.assert_rc(r)
+    M.assert_rc(mrun("delete", "-f", name))
+    _gone(mrun, name)
+
+
+def test_stopped_container_stays_until_deleted(mrun, rootfs, name):
+    r = mrun("run", "--name", name, rootfs, "/bin/sh", "-c", "echo data > /kept; exit 3")
+    try:
+        M.assert_rc(r, 3)
+        entry = mrun.entry(name)
+        assert entry is not None and entry["status"] == "stopped", (
+            f"without --rm a finished container must stay listed as stopped: {mrun.list_json()}")
+        assert os.path.exists(os.path.join(M.upper_dir(name), "kept"))
+        M.assert_rc(mrun("delete", name))
+        assert mrun.entry(name) is None
+    finally:
+        _cleanup(mrun, name)
+    _gone(mrun, name)
+
+
+def test_delete_unknown_is_125(mrun, name):
+    M.assert_mrun_error(mrun("delete", name), 125, mentions=[name])
+
+
+def test_rm_removes_everything_at_exit(mrun, rootfs, name):
+    r = M.run_sh(mrun, rootfs, "echo x > /y", name=name)
+    M.assert_rc(r)
+    assert mrun.entry(name) is None, "--rm container still listed after exit"
+    _gone(mrun, name)
+
+
+def test_detached_rm_is_removed_when_it_exits(mrun, rootfs, name):
+    r = mrun.detach("--rm", "--name", name, rootfs, "/bin/sleep", "1")
+    M.assert_rc(r)
+    M.wait_until(lambda: mrun.entry(name) is None, 10)
+    assert mrun.entry(name) is None, "a -d --rm container was not removed after it exited"
+    _gone(mrun, name)
+
+
+# ---- names ---------------------------------------------------------------------
+
+def test_name_clash_with_running_container(mrun, rootfs, name):
+    r = mrun.detach("--name", name, rootfs, "/bin/sleep", "1000")
+    try:
+        M.assert_rc(r)
+        again = mrun("run", "--rm", "--name", name, rootfs, "/bin/true")
+        M.assert_mrun_error(again, 125, mentions=[name, "already in use"])
+        assert mrun.entry(name)["status"] == "running", "the clash disturbed the first container"
+    finally:
+        _cleanup(mrun, name)
+
+
+def test_name_clash_with_stopped_container(mrun, rootfs, name):
+    r = mrun("run", "--name", name, rootfs, "/bin/true")
+    try:
+        M.assert_rc(r)
+        again = mrun("run", "--rm", "--name", name, rootfs, "/bin/true")
+        M.assert_mrun_error(again, 125, mentions=[name, "already in use"])
+        assert mrun.entry(name) is not None, "the clash removed the stopped container"
+    finally:
+        _cleanup(mrun, name)
+
+
+def test_name_reusable_after_delete(mrun, rootfs, name):
+    M.assert_rc(mrun("run", "--name", name, rootfs, "/bin/true"))
+    M.assert_rc(mrun("delete", name))
+    r = mrun("run", "--rm", "--name", name, rootfs, "/bin/echo", "second")
+    M.assert_rc(r)
+    assert r.out == "second\n", r
+
+
+# ---- state dirs ----------------------------------------------------------------
+
+def test_default_state_dir(mrun, rootfs, name):
+    """rootless: $XDG_RUNTIME_DIR/mrun, else /tmp/mrun-<uid>; root: /run/mrun."""
+    r = mrun.detach("--name", name, rootfs, "/bin/sleep", "1000")
+    try:
+        M.assert_rc(r)
+        where = M.state_dir()
+        assert M.state_paths_of(name, where), (
+            f"no state for {name} under {where} (XDG_RUNTIME_DIR="
+            f"{os.environ.get('XDG_RUNTIME_DIR')!r})")
+    finally:
+        _cleanup(mrun, name)
+    _gone(mrun, name)
+
+
+def test_state_dir_follows_xdg_runtime_dir(mrun, rootfs, name, tmp_path):
+    if M.ROOTFUL:
+        pytest.skip("rootless only: root's state dir is /run/mrun")
+    xdg = tmp_path / "xdg-runtime"
+    xdg.mkdir(mode=0o700)
+    m = mrun.with_env(XDG_RUNTIME_DIR=str(xdg))
+    r = m.detach("--name", name, rootfs, "/bin/sleep", "1000")
+    try:
+        M.assert_rc(r)
+        assert M.state_paths_of(name, str(xdg / "mrun")), (
+            f"no state for {name} under {xdg}/mrun: {list(xdg.rglob('*'))}")
+        assert not M.state_paths_of(name, f"/tmp/mrun-{M.UID}"), (
+            "state went to /tmp/mrun-<uid> although XDG_RUNTIME_DIR is set")
+        assert m.entry(name) is not None
+        assert mrun.with_env(XDG_RUNTIME_DIR=None).entry(name) is None
+    finally:
+        m("delete", "-f", name)
+    assert not M.state_paths_of(name, str(xdg / "mrun"))
+
+
+def test_root_option(mrun, rootfs, name, host_dir):
+    state = os.path.join(host_dir, "state")
+    m = mrun.with_args("--root", state)
+    r = m.detach("--name", name, rootfs, "/bin/sleep", "1000")
+    try:
+        M.assert_rc(r)
+        assert M.state_paths_of(name, state), f"no state for {name} under --root {state}"
+        assert m.entry(name) is not None, "mrun --root DIR list does not show it"
+        assert mrun.entry(name) is None, "the default state dir shows a --root container"
+        assert not M.state_paths_of(name, M.state_dir())
+    finally:
+        m("delete", "-f", name)
+    assert not M.state_paths_of(name, state)
+
+
+def test_root_not_writable_is_125(mrun, rootfs, name, tmp_path):
+    if M.ROOTFUL:
+        # root ignores permission bits: use a path below a regular file.
+        blocker = tmp_path / "a-file"
+        blocker.write_text("")
+        state = str(blocker / "state")
+    else:
+        ro = tmp_path / "ro"
+        ro.mkdir()
+        os.chmod(ro, 0o555)
+        state = str(ro / "state")
+    try:
+        r = mrun("--root", state, "run", "--rm", "--name", name, rootfs, "/bin/true")
+        M.assert_mrun_error(r, 125, mentions=[state])
+        assert not os.path.exists(state)
+        assert not os.path.exists(M.container_dir(name)), "left an upper dir behind"
+    finally:
+        if not M.ROOTFUL:
+            os.chmod(tmp_path / "ro", 0o755)
+
+
+# ---- the foreground mrun killed with SIGKILL ---------------------------------
+
+@pytest.mark.parametrize("overlay", ["native", "fuse"])
+def test_sigkill_of_foreground_mrun_cleans_up(mrun, rootfs, name, overlay):
+    marker = f"marker-{name}"
+    mounts_before = M.mount_keys(M.host_mounts())
+    procs_before = set(M.list_procs())
+    p = mrun.popen("run", "--name", name, "--overlay", overlay, rootfs,
+                   "/bin/mrun-probe", "hold", "300", marker)
+    try:
+        assert M.wait_until(lambda: M.procs_with_arg(marker), 15), (
+            f"the container process never appeared; stderr: {M.read_available(p.stderr)!r}")
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(timeout=5)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        p.stdout.close()
+        p.stderr.close()
+
+    left = M.wait_until(lambda: not M.procs_with_arg(marker), 5)
+    assert left, f"container process survived SIGKILL of mrun: {M.procs_with_arg(marker)}"
+    M.wait_until(lambda: not [q for k, q in M.list_procs().items()
+                              if k not in procs_before and q.comm == "fuse-overlayfs"], 5)
+    fuse = [q for k, q in M.list_procs().items()
+            if k not in procs_before and q.comm == "fuse-overlayfs"]
+    assert not fuse, f"fuse-overlayfs left running: {fuse}"
+    new_mounts = M.mount_keys(M.host_mounts()) - mounts_before
+    assert not new_mounts, f"mounts left on the host: {sorted(new_mounts)}"
+
+    entry = mrun.entry(name)
+    assert entry is None or entry.get("status") != "running", (
+        f"mrun list shows the killed container as running: {entry}")
+    if entry is not None:
+        M.assert_rc(mrun("delete", name))
+    _gone(mrun, name)
+    r = mrun("run", "--rm", "--name", name, rootfs, "/bin/echo", "again")
+    M.assert_rc(r)
+    assert r.out == "again\n", r
