@@ -1,0 +1,40 @@
+// The state a Device shares with its Buffers and Ring: the fd of one open of
+// /dev/fakegpuN and the mapped fence page. Private to libfakegpu.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "fakegpu.hpp"
+
+namespace fakegpu::detail {
+
+class Context {
+ public:
+  Context(std::string path, int fd) noexcept : path_(std::move(path)), fd_(fd) {}
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+  ~Context();
+
+  const std::string& path() const noexcept { return path_; }
+  int fd() const noexcept { return fd_; }
+
+  // One ioctl, counted in ioctl_count(); 0 or the errno (EINTR retried).
+  int ioctl(unsigned long request, void* arg) noexcept;
+  // The same, throwing Error(step, errno) on failure.
+  void ioctl_or_throw(unsigned long request, void* arg, const std::string& step);
+
+  const fakegpu_fence_page& fence_page();
+  bool poll(std::uint64_t fence);
+  bool wait(std::uint64_t fence, std::int64_t timeout_ns);
+
+  // Highest fence this context handed out to us (either path).
+  std::uint64_t last_fence = 0;
+
+ private:
+  std::string path_;
+  int fd_;
+  Mapping fence_map_;
+};
+
+}  // namespace fakegpu::detail
