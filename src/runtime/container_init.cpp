@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -59,6 +60,12 @@ void mount_rootfs(const LaunchSpec& spec, const SyncChannel& sync) {
   }
   auto reply = sync.receive();
   if (!reply || reply->type != SyncType::fuse_ready) ::_exit(exit_code::runtime_error);
+  // fuse-overlayfs serves the rootfs from this mount namespace using host paths. Our
+  // pivot_root would move its root too (pivot_root re-roots every process of the
+  // namespace whose root is the old one), so the container moves on to a copy of the
+  // namespace and leaves the daemon behind in the original, as podman's pause
+  // namespace does.
+  if (::unshare(CLONE_NEWNS) != 0) throw_errno("enter a mount namespace of the container's own");
   spec.log.debug("overlay: fuse");
 }
 

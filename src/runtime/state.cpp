@@ -83,7 +83,10 @@ ContainerState state_from_json(const std::string& text) {
 
 bool process_alive(pid_t pid, unsigned long long start_time) {
   if (pid <= 0) return false;
-  return sys::process_start_time(pid) == start_time && start_time != 0;
+  // A zombie is dead: when mrun is SIGKILLed its children are reparented and reaped
+  // whenever the new parent gets to it.
+  auto stat = sys::process_stat(pid);
+  return stat.start_time == start_time && start_time != 0 && stat.state != 'Z' && stat.state != 'X';
 }
 
 Status effective_status(const ContainerState& s) {

@@ -184,20 +184,24 @@ void setns_pidfd(int pidfd, int nstypes, const std::string& what) {
   if (::setns(pidfd, nstypes) != 0) throw_errno("join namespaces of " + what);
 }
 
-unsigned long long process_start_time(pid_t pid) {
+unsigned long long process_start_time(pid_t pid) { return process_stat(pid).start_time; }
+
+ProcessStat process_stat(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (content.empty()) return 0;
+  ProcessStat result;
+  if (content.empty()) return result;
   // The command name (field 2) may contain spaces and parentheses: parse after the last ')'.
   std::size_t close = content.rfind(')');
-  if (close == std::string::npos) return 0;
+  if (close == std::string::npos) return result;
   std::istringstream fields(content.substr(close + 2));
   std::string field;
   // Fields after the name start at 3 (state); starttime is field 22.
   for (int index = 3; index <= 22 && fields >> field; ++index) {
-    if (index == 22) return std::stoull(field);
+    if (index == 3) result.state = field.empty() ? '?' : field[0];
+    if (index == 22) result.start_time = std::stoull(field);
   }
-  return 0;
+  return result;
 }
 
 }  // namespace mrun::sys

@@ -57,5 +57,10 @@ void setns_pidfd(int pidfd, int nstypes, const std::string& what);
 // Start time of a process in clock ticks since boot (/proc/PID/stat field 22): with the
 // pid it identifies a process across pid reuse.
 unsigned long long process_start_time(pid_t pid);
+struct ProcessStat {
+  char state = '?';                   // R, S, D, Z (zombie), X (dead), ...; '?' when gone
+  unsigned long long start_time = 0;
+};
+ProcessStat process_stat(pid_t pid);
 
 }  // namespace mrun::sys
