@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The README's first command: build mrun and run a rootless container on the built-in
+# busybox rootfs.
+#   As root: installs the Debian packages, builds, installs mrun into /usr/local,
+#            creates the unprivileged user mrun-demo (with /etc/subuid and
+#            /etc/subgid ranges) and runs the container as that user.
+#   As a user: builds (the packages must be there: sudo scripts/install-deps.sh) and
+#            runs the container as you.
+# Extra arguments replace the demo command: scripts/demo.sh /bin/sh -c 'ls /'
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+
+if [ $# -gt 0 ]; then
+  command=("$@")
+else
+  command=(/bin/sh -c 'echo "hello from a rootless mrun container"; id; echo "uid_map:"; cat /proc/self/uid_map; echo "hostname: $(hostname)  pid: $$"; ps')
+fi
+
+bash scripts/install-deps.sh
+scripts/build.sh >/dev/null
+
+if [ "$(id -u)" -eq 0 ]; then
+  meson install -C "${MRUN_BUILD_DIR:-build}" --quiet
+  bash tests/setup-user.sh mrun-demo
+  echo "demo: running as the unprivileged user mrun-demo: mrun run --rm -- ${command[*]}"
+  cd /
+  exec runuser -u mrun-demo -- env -i HOME=/home/mrun-demo PATH=/usr/local/bin:/usr/bin:/bin \
+    /usr/local/bin/mrun run --rm -- "${command[@]}"
+fi
+echo "demo: running as $(id -un): mrun run --rm -- ${command[*]}"
+exec "${MRUN_BUILD_DIR:-build}/src/mrun" run --rm -- "${command[@]}"

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The README's test command: installs what is missing, builds, and runs every suite:
+#   unit (Catch2), man-page coverage, formatting, integration (rootless as a real
+#   unprivileged user, and rootful), and the VM suites (fakegpu.ko in Debian's kernel).
+# Closes with "mrun-tests: N passed, N failed, N skipped"; exits non-zero on any failure.
+# Must run as root: it creates the test user and runs the rootful and VM suites.
+#
+#   sudo scripts/test.sh            # everything
+#   MRUN_SUITES="unit integration" sudo -E scripts/test.sh   # a subset
+set -uo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "test.sh: run as root (it creates the unprivileged test user and runs rootful and VM tests): sudo $0" >&2
+  exit 2
+fi
+
+suites=${MRUN_SUITES:-unit man format integration vm}
+export MRUN_BUILD_DIR=${MRUN_BUILD_DIR:-$repo/build}
+export MRUN_RESULTS_DIR=${MRUN_RESULTS_DIR:-$MRUN_BUILD_DIR/test-results}
+
+bash scripts/install-deps.sh || exit 2
+scripts/build.sh || exit 2
+
+rm -rf "$MRUN_RESULTS_DIR"
+mkdir -p "$MRUN_RESULTS_DIR"
+crashed=()
+want() { [[ " $suites " == *" $1 "* ]]; }
+# Runs one suite; a non-zero exit with no failure in its results still fails the run.
+run_suite() {
+  local name=$1; shift
+  echo "=== $name"
+  local start=$SECONDS
+  "$@"
+  local rc=$?
+  echo "=== $name: exit $rc after $((SECONDS - start))s"
+  [ $rc -eq 0 ] || crashed+=("$name(exit $rc)")
+}
+
+if want unit; then
+  run_suite unit-runtime "$MRUN_BUILD_DIR/tests/unit/unit-runtime" -r junit -o "$MRUN_RESULTS_DIR/unit-runtime.xml"
+  if [ -x "$MRUN_BUILD_DIR/tests/unit/gpu/unit-gpu" ]; then
+    run_suite unit-gpu "$MRUN_BUILD_DIR/tests/unit/gpu/unit-gpu" -r junit -o "$MRUN_RESULTS_DIR/unit-gpu.xml"
+  fi
+fi
+if want man; then
+  run_suite man-options /usr/bin/python3 tests/man/check_options.py "$MRUN_BUILD_DIR/src/mrun" man "$MRUN_RESULTS_DIR/man-options.tap"
+fi
+if want format; then
+  run_suite format scripts/check-format.sh "$MRUN_RESULTS_DIR/format.tap"
+fi
+if want integration; then
+  run_suite integration bash tests/integration/run.sh
+fi
+if want vm; then
+  for suite in tests/vm/selftest.sh tests/vm/fakegpu-suite.sh; do
+    [ -x "$suite" ] || [ -f "$suite" ] || continue
+    run_suite "$(basename "$suite" .sh)" bash "$suite"
+  done
+fi
+
+# A crashed suite whose results were written still shows its failures there; count
+# the crash itself only when it left no failing test behind.
+extra=()
+for c in "${crashed[@]+"${crashed[@]}"}"; do extra+=("$c"); done
+/usr/bin/python3 scripts/summarize-results.py "$MRUN_RESULTS_DIR" "${extra[@]+"${extra[@]}"}"
