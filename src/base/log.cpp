@@ -16,7 +16,11 @@ void write_line(const std::string& prefix, const std::string& message) {
 void Logger::debug(const std::string& message) const {
   if (debug_) write_line("mrun: debug: ", message);
 }
-void Logger::warn(const std::string& message) const { write_line("mrun: warning: ", message); }
-void Logger::error(const std::string& message) const { write_line("mrun: ", message); }
+void Logger::warn(const std::string& message) const {
+  write_line("mrun: warning: ", message);
+}
+void Logger::error(const std::string& message) const {
+  write_line("mrun: ", message);
+}
 
 }  // namespace mrun

@@ -66,7 +66,8 @@ class DeleteCommand : public Command {
       UniqueFd pidfd = sys::pidfd_open(state.pid);
       sys::pidfd_send_signal(pidfd.get(), SIGKILL);
     }
-    for (int i = 0; i < 500 && runtime::process_alive(state.monitor_pid, state.monitor_start); ++i) {
+    for (int i = 0; i < 500 && runtime::process_alive(state.monitor_pid, state.monitor_start);
+         ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
@@ -77,6 +78,8 @@ class DeleteCommand : public Command {
 
 }  // namespace
 
-std::unique_ptr<Command> make_delete_command() { return std::make_unique<DeleteCommand>(); }
+std::unique_ptr<Command> make_delete_command() {
+  return std::make_unique<DeleteCommand>();
+}
 
 }  // namespace mrun::cli

@@ -22,7 +22,9 @@ class KillCommand : public Command {
 
   int execute(const runtime::GlobalOptions& global) override {
     auto sig = parse_signal(signal_);
-    if (!sig) throw Error("unknown signal \"" + signal_ + "\"", EINVAL, "use a name like TERM or KILL, or a number");
+    if (!sig)
+      throw Error("unknown signal \"" + signal_ + "\"", EINVAL,
+                  "use a name like TERM or KILL, or a number");
     auto ctx = runtime::make_context(global);
     runtime::StateStore store(ctx.state_root);
     auto state = store.read(name_);
@@ -46,6 +48,8 @@ class KillCommand : public Command {
 
 }  // namespace
 
-std::unique_ptr<Command> make_kill_command() { return std::make_unique<KillCommand>(); }
+std::unique_ptr<Command> make_kill_command() {
+  return std::make_unique<KillCommand>();
+}
 
 }  // namespace mrun::cli

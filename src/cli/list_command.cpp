@@ -73,6 +73,8 @@ class ListCommand : public Command {
 
 }  // namespace
 
-std::unique_ptr<Command> make_list_command() { return std::make_unique<ListCommand>(); }
+std::unique_ptr<Command> make_list_command() {
+  return std::make_unique<ListCommand>();
+}
 
 }  // namespace mrun::cli

@@ -15,8 +15,9 @@ int run_cli(int argc, char** argv) {
   app.fallthrough();  // global options are accepted after the subcommand too
   app.set_version_flag("--version", "mrun " MRUN_VERSION);
   runtime::GlobalOptions global;
-  app.add_option("--root", global.state_root,
-                 "state directory (default: $XDG_RUNTIME_DIR/mrun, /tmp/mrun-UID, root: /run/mrun)");
+  app.add_option(
+      "--root", global.state_root,
+      "state directory (default: $XDG_RUNTIME_DIR/mrun, /tmp/mrun-UID, root: /run/mrun)");
   app.add_flag("--debug", global.debug, "print what mrun decides and why");
 
   std::vector<std::unique_ptr<cli::Command>> commands;
@@ -39,7 +40,8 @@ int run_cli(int argc, char** argv) {
     if (!args[i].empty() && args[i][0] == '-') continue;
     for (auto& [sub, command] : registered) {
       if (sub->check_name(args[i])) {
-        std::vector<std::string> tail(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+        std::vector<std::string> tail(args.begin() + static_cast<std::ptrdiff_t>(i) + 1,
+                                      args.end());
         command->take_trailing(tail);
         args.resize(i + 1);
         args.insert(args.end(), tail.begin(), tail.end());

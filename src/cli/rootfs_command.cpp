@@ -13,7 +13,8 @@ class RootfsCommand : public Command {
   CLI::App* add_to(CLI::App& app) override {
     auto* rootfs = app.add_subcommand("rootfs", "make root filesystems for containers");
     rootfs->require_subcommand(1);
-    busybox_ = rootfs->add_subcommand("busybox", "make a busybox rootfs from the host's busybox-static");
+    busybox_ =
+        rootfs->add_subcommand("busybox", "make a busybox rootfs from the host's busybox-static");
     busybox_->add_option("DIR", dir_, "directory to create (must be new or empty)")->required();
     return rootfs;
   }
@@ -31,6 +32,8 @@ class RootfsCommand : public Command {
 
 }  // namespace
 
-std::unique_ptr<Command> make_rootfs_command() { return std::make_unique<RootfsCommand>(); }
+std::unique_ptr<Command> make_rootfs_command() {
+  return std::make_unique<RootfsCommand>();
+}
 
 }  // namespace mrun::cli

@@ -77,7 +77,8 @@ runtime::UserSpec parse_user(const std::string& spec, const std::string& rootfs)
   user.uid = static_cast<uid_t>(*uid);
   if (parts.size() == 2) {
     auto gid = parse_u64(parts[1]);
-    if (!gid || *gid > 0xfffffffeULL) throw Error("group in \"" + spec + "\" is not numeric", EINVAL, fix);
+    if (!gid || *gid > 0xfffffffeULL)
+      throw Error("group in \"" + spec + "\" is not numeric", EINVAL, fix);
     user.gid = static_cast<gid_t>(*gid);
     return user;
   }
@@ -100,7 +101,8 @@ std::vector<std::string> build_env(const RunOptions& options, const std::string&
   if (options.tty) env.emplace_back("TERM=xterm");
   for (const auto& entry : options.env) {
     std::string key = entry.substr(0, entry.find('='));
-    if (key.empty()) throw Error("environment entry \"" + entry + "\" has no name", EINVAL, "use -e KEY=VALUE");
+    if (key.empty())
+      throw Error("environment entry \"" + entry + "\" has no name", EINVAL, "use -e KEY=VALUE");
     std::string value;
     if (entry.find('=') == std::string::npos) {
       // -e KEY: pass the caller's value through, as podman does; skip when unset.
@@ -132,8 +134,10 @@ class RunCommand : public Command {
     run->add_flag("--read-only", options_.read_only, "mount the root filesystem read-only");
     run->add_option("--overlay", options_.overlay, "auto|native|fuse|none")
         ->check(CLI::IsMember({"auto", "native", "fuse", "none"}));
-    run->add_option("--userns", options_.userns, "auto|single")->check(CLI::IsMember({"auto", "single"}));
-    run->add_option("--network", options_.network, "none|host")->check(CLI::IsMember({"none", "host"}));
+    run->add_option("--userns", options_.userns, "auto|single")
+        ->check(CLI::IsMember({"auto", "single"}));
+    run->add_option("--network", options_.network, "none|host")
+        ->check(CLI::IsMember({"none", "host"}));
     run->add_flag("--init", options_.init, "run mrun's reaper as PID 1");
     // ROOTFS, "--" and the command are taken verbatim: options after ROOTFS belong
     // to the command.
@@ -159,7 +163,8 @@ class RunCommand : public Command {
     command.assign(rest.begin() + static_cast<std::ptrdiff_t>(i), rest.end());
 
     runtime::ContainerConfig config;
-    config.rootfs = rootfs.empty() ? mount::default_rootfs(ctx.data_root) : absolute_path(rootfs, "rootfs");
+    config.rootfs =
+        rootfs.empty() ? mount::default_rootfs(ctx.data_root) : absolute_path(rootfs, "rootfs");
     config.args = command.empty() ? std::vector<std::string>{"/bin/sh"} : command;
     config.name = options_.name.empty() ? random_name() : options_.name;
     config.hostname = options_.hostname.empty() ? config.name : options_.hostname;
@@ -168,12 +173,13 @@ class RunCommand : public Command {
     config.env = build_env(options_, config.hostname, config.user);
     for (const auto& spec : options_.volumes) {
       auto volume = mount::parse_volume(spec);
-      config.volumes.push_back({absolute_path(volume.source, "volume source"), volume.destination,
-                                volume.read_only});
+      config.volumes.push_back(
+          {absolute_path(volume.source, "volume source"), volume.destination, volume.read_only});
     }
     config.read_only = options_.read_only;
     config.overlay = *runtime::parse_overlay_mode(options_.overlay);
-    config.userns = options_.userns == "single" ? runtime::UsernsMode::single : runtime::UsernsMode::automatic;
+    config.userns =
+        options_.userns == "single" ? runtime::UsernsMode::single : runtime::UsernsMode::automatic;
     config.network = *runtime::parse_network_mode(options_.network);
     config.init = options_.init;
     config.tty = options_.tty;
@@ -210,6 +216,8 @@ class RunCommand : public Command {
 
 }  // namespace
 
-std::unique_ptr<Command> make_run_command() { return std::make_unique<RunCommand>(); }
+std::unique_ptr<Command> make_run_command() {
+  return std::make_unique<RunCommand>();
+}
 
 }  // namespace mrun::cli

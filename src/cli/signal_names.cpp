@@ -11,7 +11,8 @@ namespace mrun::cli {
 
 std::optional<int> parse_signal(const std::string& text) {
   if (auto number = parse_u64(text)) {
-    if (*number >= 1 && *number < static_cast<std::uint64_t>(NSIG)) return static_cast<int>(*number);
+    if (*number >= 1 && *number < static_cast<std::uint64_t>(NSIG))
+      return static_cast<int>(*number);
     return std::nullopt;
   }
   std::string name;

@@ -72,7 +72,8 @@ std::string check_info(Session& s) {
                 0);
   return "abi " + std::to_string(i.abi_version) + ", device " + std::to_string(i.device_index) + " of " +
          std::to_string(i.device_count) + ", quota " + std::to_string(i.mem_quota / kMiB) + " MiB/" +
-         std::to_string(i.handle_quota) + " handles, ring " + std::to_string(i.ring_entries) + " entries";
+         std::to_string(i.handle_quota) + " handles, ring " + std::to_string(i.ring_entries) + " entries, vram " +
+         std::to_string(i.vram_used) + " of " + std::to_string(i.vram_size) + " bytes in use";
 }
 
 std::string check_alloc(Session& s) {

@@ -21,14 +21,15 @@ namespace {
 // A static executable has no PT_INTERP program header.
 bool is_static_elf(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  Elf64_Ehdr header {};
+  Elf64_Ehdr header{};
   if (!in.read(reinterpret_cast<char*>(&header), sizeof header)) return false;
   if (std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 || header.e_ident[EI_CLASS] != ELFCLASS64) {
     return false;
   }
   for (int i = 0; i < header.e_phnum; ++i) {
-    Elf64_Phdr ph {};
-    in.seekg(static_cast<std::streamoff>(header.e_phoff + static_cast<Elf64_Off>(i) * header.e_phentsize));
+    Elf64_Phdr ph{};
+    in.seekg(static_cast<std::streamoff>(header.e_phoff +
+                                         static_cast<Elf64_Off>(i) * header.e_phentsize));
     if (!in.read(reinterpret_cast<char*>(&ph), sizeof ph)) return false;
     if (ph.p_type == PT_INTERP) return false;
   }
@@ -76,7 +77,8 @@ std::string find_static_busybox() {
 void make_busybox_rootfs(const std::string& dir, const std::string& busybox) {
   sys::make_dirs(dir, 0755);
   if (!dir_is_empty(dir)) {
-    throw Error("rootfs directory " + dir + " is not empty", EEXIST, "choose a new or empty directory");
+    throw Error("rootfs directory " + dir + " is not empty", EEXIST,
+                "choose a new or empty directory");
   }
   for (const char* sub : {"bin", "sbin", "usr/bin", "usr/sbin", "etc", "proc", "sys", "dev", "root",
                           "home", "run", "var/tmp", "tmp", "mnt"}) {
@@ -94,7 +96,8 @@ void make_busybox_rootfs(const std::string& dir, const std::string& busybox) {
     if (applet.empty() || applet == "bin/busybox") continue;
     std::string link = dir + "/" + applet;
     sys::make_dirs(link.substr(0, link.rfind('/')), 0755);
-    if (::symlink("/bin/busybox", link.c_str()) != 0 && errno != EEXIST) throw_errno("symlink " + link);
+    if (::symlink("/bin/busybox", link.c_str()) != 0 && errno != EEXIST)
+      throw_errno("symlink " + link);
   }
 
   write_new(dir + "/etc/passwd",
@@ -104,7 +107,8 @@ void make_busybox_rootfs(const std::string& dir, const std::string& busybox) {
   write_new(dir + "/etc/group", "root:x:0:\ntty:x:5:\nnogroup:x:65534:\n", 0644);
   write_new(dir + "/etc/hosts", "127.0.0.1\tlocalhost\n::1\tlocalhost\n", 0644);
   write_new(dir + "/etc/os-release",
-            "NAME=\"mrun busybox\"\nID=busybox\nPRETTY_NAME=\"busybox rootfs made by mrun\"\n", 0644);
+            "NAME=\"mrun busybox\"\nID=busybox\nPRETTY_NAME=\"busybox rootfs made by mrun\"\n",
+            0644);
 }
 
 std::string default_rootfs(const std::string& data_root) {

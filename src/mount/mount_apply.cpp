@@ -43,8 +43,8 @@ UniqueFd ensure_parent_dirs(int root_fd, const std::vector<std::string>& parts, 
 }
 }  // namespace
 
-std::string resolve_in_root(const std::string& root, const std::string& container_path,
-                            bool create, bool as_file) {
+std::string resolve_in_root(const std::string& root, const std::string& container_path, bool create,
+                            bool as_file) {
   UniqueFd root_fd(::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!root_fd) throw_errno("open container root " + root);
   UniqueFd target;
@@ -59,7 +59,8 @@ std::string resolve_in_root(const std::string& root, const std::string& containe
       // O_PATH fds cannot create; reopen the parent as a real directory fd.
       UniqueFd dir(::openat(parent.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
       if (!dir) throw_errno("open parent of " + container_path);
-      UniqueFd file(::openat(dir.get(), leaf.c_str(), O_CREAT | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644));
+      UniqueFd file(
+          ::openat(dir.get(), leaf.c_str(), O_CREAT | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644));
       if (!file && errno != EEXIST) throw_errno("create mount point " + container_path);
     } else if (::mkdirat(parent.get(), leaf.c_str(), 0755) != 0 && errno != EEXIST) {
       throw_errno("create mount point " + container_path + " in the container");

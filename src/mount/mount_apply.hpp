@@ -16,7 +16,7 @@ void apply_mount_plan(const std::string& root, const std::vector<MountStep>& pla
 
 // Resolves `container_path` under `root` (creating it, as a directory or an empty
 // file, when `create` is set) and returns the host path of what it resolved to.
-std::string resolve_in_root(const std::string& root, const std::string& container_path,
-                            bool create, bool as_file);
+std::string resolve_in_root(const std::string& root, const std::string& container_path, bool create,
+                            bool as_file);
 
 }  // namespace mrun::mount

@@ -16,17 +16,16 @@ const std::vector<std::string>& default_device_nodes() {
 
 const std::vector<std::string>& default_masked_paths() {
   static const std::vector<std::string> paths{
-      "/proc/acpi",        "/proc/kcore",       "/proc/keys",          "/proc/latency_stats",
-      "/proc/timer_list",  "/proc/timer_stats", "/proc/sched_debug",   "/proc/scsi",
-      "/sys/firmware",     "/sys/fs/selinux",   "/sys/dev/block",
-      "/sys/devices/virtual/powercap",
+      "/proc/acpi",       "/proc/kcore",       "/proc/keys",        "/proc/latency_stats",
+      "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
+      "/sys/firmware",    "/sys/fs/selinux",   "/sys/dev/block",    "/sys/devices/virtual/powercap",
   };
   return paths;
 }
 
 const std::vector<std::string>& default_read_only_paths() {
   static const std::vector<std::string> paths{"/proc/asound", "/proc/bus", "/proc/fs",
-                                              "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"};
+                                              "/proc/irq",    "/proc/sys", "/proc/sysrq-trigger"};
   return paths;
 }
 

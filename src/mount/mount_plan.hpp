@@ -42,7 +42,7 @@ struct VolumeSpec {
 };
 
 struct MountPlanInput {
-  bool user_namespace = true;         // devpts gid=5 only when gid 5 is mapped
+  bool user_namespace = true;  // devpts gid=5 only when gid 5 is mapped
   bool gid5_mapped = true;
   bool own_network_namespace = true;  // fresh sysfs allowed
   bool read_only_root = false;

@@ -14,9 +14,9 @@ void check_path(const std::string& path, const char* role) {
   // ',' separates mount options and ':' separates lower layers; overlayfs offers an
   // escape syntax but fuse-overlayfs does not, so refuse such paths up front.
   if (path.find_first_of(",:\n") != std::string::npos) {
-    throw Error(std::string("overlay ") + role + " path \"" + path +
-                    "\" contains ',' ':' or a newline",
-                EINVAL, "move the rootfs or the data directory to a plain path");
+    throw Error(
+        std::string("overlay ") + role + " path \"" + path + "\" contains ',' ':' or a newline",
+        EINVAL, "move the rootfs or the data directory to a plain path");
   }
 }
 }  // namespace
@@ -25,13 +25,14 @@ std::string overlay_mount_data(const OverlayLayers& layers, bool userxattr) {
   check_path(layers.lower, "lower");
   check_path(layers.upper, "upper");
   check_path(layers.work, "work");
-  std::string data = "lowerdir=" + layers.lower + ",upperdir=" + layers.upper +
-                     ",workdir=" + layers.work;
+  std::string data =
+      "lowerdir=" + layers.lower + ",upperdir=" + layers.upper + ",workdir=" + layers.work;
   if (userxattr) data += ",userxattr";
   return data;
 }
 
-std::vector<std::string> fuse_overlayfs_argv(const std::string& program, const OverlayLayers& layers) {
+std::vector<std::string> fuse_overlayfs_argv(const std::string& program,
+                                             const OverlayLayers& layers) {
   // -f: stay in the foreground, so the process is ours to supervise and its
   // parent-death signal (set by mrun) survives; it must never outlive the container.
   return {program, "-f", "-o", overlay_mount_data(layers, false), layers.merged};

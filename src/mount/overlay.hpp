@@ -19,7 +19,8 @@ struct OverlayLayers {
 // metadata in user.* xattrs, which a user-namespace root may set on the upper fs.
 // Throws mrun::Error when a path contains a character the option syntax cannot carry.
 std::string overlay_mount_data(const OverlayLayers& layers, bool userxattr);
-std::vector<std::string> fuse_overlayfs_argv(const std::string& program, const OverlayLayers& layers);
+std::vector<std::string> fuse_overlayfs_argv(const std::string& program,
+                                             const OverlayLayers& layers);
 
 // Tries native overlayfs; returns "" on success or the reason it failed (the caller
 // falls back to fuse-overlayfs or reports it).

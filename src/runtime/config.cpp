@@ -24,7 +24,9 @@ std::optional<OverlayMode> parse_overlay_mode(const std::string& text) {
   return std::nullopt;
 }
 
-std::string to_string(NetworkMode mode) { return mode == NetworkMode::host ? "host" : "none"; }
+std::string to_string(NetworkMode mode) {
+  return mode == NetworkMode::host ? "host" : "none";
+}
 
 std::optional<NetworkMode> parse_network_mode(const std::string& text) {
   if (text == "none") return NetworkMode::none;

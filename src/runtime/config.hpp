@@ -27,9 +27,9 @@ struct UserSpec {
 
 struct ContainerConfig {
   std::string name;
-  std::string rootfs;              // absolute; the lower layer, never written (except overlay=none)
-  std::vector<std::string> args;   // the command
-  std::vector<std::string> env;    // KEY=VALUE, final
+  std::string rootfs;             // absolute; the lower layer, never written (except overlay=none)
+  std::vector<std::string> args;  // the command
+  std::vector<std::string> env;   // KEY=VALUE, final
   std::string workdir = "/";
   UserSpec user;
   std::string hostname;

@@ -23,7 +23,9 @@ namespace mrun::runtime {
 
 namespace {
 
-void wait_for_id_maps(const SyncChannel& sync) { sync.expect(SyncType::ids_mapped); }
+void wait_for_id_maps(const SyncChannel& sync) {
+  sync.expect(SyncType::ids_mapped);
+}
 
 void drop_host_groups(const LaunchSpec& spec) {
   // The caller's supplementary groups are unmapped in the namespace (they show as
@@ -116,7 +118,9 @@ std::string env_value(const std::vector<std::string>& env, const std::string& ke
 // already, the signal was never armed, so check through its pidfd.
 void die_with_parent(const UniqueFd& parent_pidfd) {
   sys::set_parent_death_signal(SIGKILL);
-  struct pollfd p {parent_pidfd.get(), POLLIN, 0};
+  struct pollfd p {
+    parent_pidfd.get(), POLLIN, 0
+  };
   if (::poll(&p, 1, 0) > 0) ::_exit(exit_code::runtime_error);
 }
 
@@ -183,7 +187,8 @@ std::string resolve_command(const std::string& name, const std::string& path_env
   if (denied != 0) {
     throw Error("cannot execute `" + name + "`", denied, {}, exit_code::cannot_execute);
   }
-  throw Error("executable file `" + name + "` not found in $PATH", ENOENT, {}, exit_code::not_found);
+  throw Error("executable file `" + name + "` not found in $PATH", ENOENT, {},
+              exit_code::not_found);
 }
 
 void container_main(const LaunchSpec& spec, const SyncChannel& sync, const UniqueFd& parent_pidfd) {

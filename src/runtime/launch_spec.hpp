@@ -16,10 +16,10 @@ namespace mrun::runtime {
 struct LaunchSpec {
   ContainerConfig config;
   PrivilegeModel privilege;
-  mount::OverlayLayers layers;       // lower = config.rootfs
+  mount::OverlayLayers layers;  // lower = config.rootfs
   OverlayMode overlay = OverlayMode::automatic;
   std::vector<mount::MountStep> mounts;
-  bool may_setgroups = true;         // false when setgroups is denied (single-ID map)
+  bool may_setgroups = true;  // false when setgroups is denied (single-ID map)
   Logger log;
 };
 

@@ -50,7 +50,8 @@ userns::IdMapPlan plan_ids(const ContainerConfig& config, const PrivilegeModel& 
   auto plan = userns::plan_id_maps(::getuid(), ::getgid(), subuids, subgids, want_subordinate);
   if (want_subordinate && plan.kind == userns::MapKind::single) {
     ctx.log.warn("no subordinate ids for " + caller_name() + " in " + ctx.subuid_file + " and " +
-                 ctx.subgid_file + ": only container root is mapped (add a range with "
+                 ctx.subgid_file +
+                 ": only container root is mapped (add a range with "
                  "`usermod --add-subuids 100000-165535 --add-subgids 100000-165535 " +
                  caller_name() + "`)");
   }
@@ -104,7 +105,8 @@ void wait_for_fuse_mount(pid_t container, const std::string& merged, int fuse_pi
 // namespaces, where the rootfs must appear. It dies with mrun (parent-death signal).
 sys::SpawnedProcess start_fuse_overlay(const LaunchSpec& spec, pid_t container, int container_pidfd,
                                        const std::string& state_dir) {
-  std::string program = sys::find_in_path("fuse-overlayfs", std::getenv("PATH") ? std::getenv("PATH") : "");
+  std::string program =
+      sys::find_in_path("fuse-overlayfs", std::getenv("PATH") ? std::getenv("PATH") : "");
   if (program.empty()) {
     throw Error("fuse-overlayfs not found in PATH", ENOENT,
                 "install it (apt-get install fuse-overlayfs) or use --overlay=native");
@@ -147,14 +149,16 @@ void stop_fuse_overlay(std::optional<sys::SpawnedProcess>& fuse) {
 }
 
 unsigned long long namespace_flags(const LaunchSpec& spec) {
-  unsigned long long flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWCGROUP;
+  unsigned long long flags =
+      CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWCGROUP;
   if (spec.privilege.new_user_namespace) flags |= CLONE_NEWUSER;
   if (spec.config.network == NetworkMode::none) flags |= CLONE_NEWNET;
   return flags;
 }
 
 LaunchSpec make_launch_spec(const ContainerConfig& config, const PrivilegeModel& privilege,
-                            const userns::IdMapPlan& ids, const std::string& storage, const Context& ctx) {
+                            const userns::IdMapPlan& ids, const std::string& storage,
+                            const Context& ctx) {
   LaunchSpec spec;
   spec.config = config;
   spec.privilege = privilege;

@@ -16,7 +16,9 @@ void run_reaper(pid_t command, const SyncChannel& sync, const UniqueFd& parent_p
   // it open, or mrun would wait for an EOF that never comes.
   ::close(sync.fd());
   ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-  struct pollfd parent {parent_pidfd.get(), POLLIN, 0};
+  struct pollfd parent {
+    parent_pidfd.get(), POLLIN, 0
+  };
   if (::poll(&parent, 1, 0) > 0) ::_exit(125);
   ::close(parent_pidfd.get());
 

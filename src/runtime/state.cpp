@@ -158,7 +158,7 @@ void StateStore::remove(const std::string& name) const {
 
 std::string now_rfc3339() {
   std::time_t now = std::time(nullptr);
-  std::tm utc {};
+  std::tm utc{};
   ::gmtime_r(&now, &utc);
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &utc);

@@ -19,21 +19,21 @@ std::string to_string(Status status);
 struct ContainerState {
   std::string name;
   Status status = Status::creating;
-  pid_t pid = 0;                       // container init, host pid namespace
-  unsigned long long pid_start = 0;    // its start time: guards against pid reuse
-  pid_t monitor_pid = 0;               // the mrun process that waits for it
+  pid_t pid = 0;                     // container init, host pid namespace
+  unsigned long long pid_start = 0;  // its start time: guards against pid reuse
+  pid_t monitor_pid = 0;             // the mrun process that waits for it
   unsigned long long monitor_start = 0;
-  int exit_code = -1;                  // -1: unknown (still running, or mrun was killed)
+  int exit_code = -1;  // -1: unknown (still running, or mrun was killed)
   std::string rootfs;
   std::vector<std::string> command;
-  std::string created;                 // RFC 3339, UTC
+  std::string created;  // RFC 3339, UTC
   std::string finished;
-  std::string storage_dir;             // upper/work/merged live here
-  std::string overlay;                 // native | fuse | none
+  std::string storage_dir;  // upper/work/merged live here
+  std::string overlay;      // native | fuse | none
   bool remove_on_exit = false;
   bool detached = false;
   bool rootless = true;
-  bool subordinate_ids = false;        // the id map used (needed to delete the upper dir)
+  bool subordinate_ids = false;  // the id map used (needed to delete the upper dir)
 };
 
 std::string state_to_json(const ContainerState& state);
@@ -47,6 +47,7 @@ Status effective_status(const ContainerState& state);
 class StateLock {
  public:
   explicit StateLock(const std::string& root);
+
  private:
   UniqueFd fd_;
 };

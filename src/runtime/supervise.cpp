@@ -30,7 +30,9 @@ SignalBlock::SignalBlock() {
   ::sigprocmask(SIG_BLOCK, &set, &previous_);
 }
 
-SignalBlock::~SignalBlock() { ::sigprocmask(SIG_SETMASK, &previous_, nullptr); }
+SignalBlock::~SignalBlock() {
+  ::sigprocmask(SIG_SETMASK, &previous_, nullptr);
+}
 
 void copy_window_size(int pty_master) {
   struct winsize size {};
@@ -72,7 +74,9 @@ bool write_all(int fd, const char* data, std::size_t size) {
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN) {
-        struct pollfd p {fd, POLLOUT, 0};
+        struct pollfd p {
+          fd, POLLOUT, 0
+        };
         ::poll(&p, 1, 100);
         continue;
       }
@@ -97,7 +101,9 @@ void drain(int master) {
   int flags = ::fcntl(master, F_GETFL);
   ::fcntl(master, F_SETFL, flags | O_NONBLOCK);
   while (pump(master, STDOUT_FILENO)) {
-    struct pollfd p {master, POLLIN, 0};
+    struct pollfd p {
+      master, POLLIN, 0
+    };
     if (::poll(&p, 1, 0) <= 0) break;
   }
 }

@@ -20,6 +20,7 @@ class SignalBlock {
   ~SignalBlock();
   SignalBlock(const SignalBlock&) = delete;
   SignalBlock& operator=(const SignalBlock&) = delete;
+
  private:
   sigset_t previous_;
 };

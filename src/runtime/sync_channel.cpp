@@ -30,7 +30,9 @@ void SyncChannel::send(SyncType type, std::int32_t value, const std::string& tex
   std::memcpy(buf.data() + 4, &value, 4);
   std::memcpy(buf.data() + header_size, text.data(), buf.size() - header_size);
 
-  struct iovec iov {buf.data(), buf.size()};
+  struct iovec iov {
+    buf.data(), buf.size()
+  };
   struct msghdr msg {};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
@@ -51,7 +53,9 @@ void SyncChannel::send(SyncType type, std::int32_t value, const std::string& tex
 
 std::optional<SyncMessage> SyncChannel::receive() const {
   std::vector<char> buf(max_message);
-  struct iovec iov {buf.data(), buf.size()};
+  struct iovec iov {
+    buf.data(), buf.size()
+  };
   struct msghdr msg {};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
@@ -71,7 +75,8 @@ std::optional<SyncMessage> SyncChannel::receive() const {
   std::memcpy(&message.value, buf.data() + 4, 4);
   message.type = static_cast<SyncType>(raw_type);
   message.text.assign(buf.data() + header_size, static_cast<std::size_t>(n) - header_size);
-  for (struct cmsghdr* cmsg = CMSG_FIRSTHDR(&msg); cmsg != nullptr; cmsg = CMSG_NXTHDR(&msg, cmsg)) {
+  for (struct cmsghdr* cmsg = CMSG_FIRSTHDR(&msg); cmsg != nullptr;
+       cmsg = CMSG_NXTHDR(&msg, cmsg)) {
     if (cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_RIGHTS) {
       int fd = -1;
       std::memcpy(&fd, CMSG_DATA(cmsg), sizeof(int));
@@ -85,7 +90,8 @@ SyncMessage SyncChannel::expect(SyncType type) const {
   auto message = receive();
   if (!message) throw Error("setup peer went away", EPIPE);
   if (message->type != type) {
-    throw Error("unexpected setup message " + std::to_string(static_cast<int>(message->type)), EPROTO);
+    throw Error("unexpected setup message " + std::to_string(static_cast<int>(message->type)),
+                EPROTO);
   }
   return std::move(*message);
 }

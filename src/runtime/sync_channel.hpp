@@ -12,13 +12,13 @@
 namespace mrun::runtime {
 
 enum class SyncType : std::uint32_t {
-  ids_mapped = 1,    // parent -> child: uid/gid maps written, go on
-  need_fuse,         // child -> parent: mount fuse-overlayfs for me (text: why)
-  fuse_ready,        // parent -> child
-  fuse_failed,       // parent -> child: give up (the parent reports the error)
-  pty_master,        // child -> parent: the pty master (fd attached)
-  pty_ready,         // parent -> child: window size set, go on
-  error,             // child -> parent: setup failed (value: exit status, text: message)
+  ids_mapped = 1,  // parent -> child: uid/gid maps written, go on
+  need_fuse,       // child -> parent: mount fuse-overlayfs for me (text: why)
+  fuse_ready,      // parent -> child
+  fuse_failed,     // parent -> child: give up (the parent reports the error)
+  pty_master,      // child -> parent: the pty master (fd attached)
+  pty_ready,       // parent -> child: window size set, go on
+  error,           // child -> parent: setup failed (value: exit status, text: message)
 };
 
 struct SyncMessage {

@@ -109,11 +109,13 @@ bool remove_children(int dir_fd, dev_t device) {
         ok = false;
         continue;
       }
-      UniqueFd child(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      UniqueFd child(
+          ::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (!child && errno == EACCES) {
         // Overlay's work/work is created mode 000; we own it, so open it up.
         ::fchmodat(dir_fd, name.c_str(), 0700, 0);
-        child.reset(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        child.reset(
+            ::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       }
       if (!child) {
         ok = false;

@@ -12,8 +12,8 @@
 namespace mrun::sys {
 
 struct ProgramResult {
-  int status = 0;       // exit code, or 128+signal
-  std::string output;   // stdout and stderr, merged
+  int status = 0;      // exit code, or 128+signal
+  std::string output;  // stdout and stderr, merged
 };
 
 // Runs argv[0] (searched in PATH) to completion, capturing its output.
@@ -23,8 +23,8 @@ struct SpawnOptions {
   // Runs in the child between fork and exec (single-threaded parent: safe). Throwing
   // reports the error to the parent through the exec-status pipe.
   std::function<void()> before_exec;
-  int stdout_fd = -1;  // -1: inherit
-  int stderr_fd = -1;  // -1: inherit
+  int stdout_fd = -1;    // -1: inherit
+  int stderr_fd = -1;    // -1: inherit
   int death_signal = 0;  // PR_SET_PDEATHSIG in the child: it dies with us
 };
 

@@ -51,8 +51,8 @@ void remount_bind_readonly(const std::string& target) {
   if (st.f_flag & ST_NOATIME) keep |= MS_NOATIME;
   if (st.f_flag & ST_NODIRATIME) keep |= MS_NODIRATIME;
   if (st.f_flag & ST_RELATIME) keep |= MS_RELATIME;
-  if (::mount(nullptr, target.c_str(), nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY | keep,
-              nullptr) != 0) {
+  if (::mount(nullptr, target.c_str(), nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY | keep, nullptr) !=
+      0) {
     throw_errno("remount " + target + " read-only");
   }
 }
@@ -60,8 +60,8 @@ void remount_bind_readonly(const std::string& target) {
 void make_tree_readonly(const std::string& target) {
   struct mount_attr attr {};
   attr.attr_set = MOUNT_ATTR_RDONLY;
-  if (::syscall(SYS_mount_setattr, AT_FDCWD, target.c_str(), AT_RECURSIVE, &attr,
-                sizeof attr) != 0) {
+  if (::syscall(SYS_mount_setattr, AT_FDCWD, target.c_str(), AT_RECURSIVE, &attr, sizeof attr) !=
+      0) {
     throw_errno("make " + target + " read-only (recursive)");
   }
 }
@@ -127,7 +127,9 @@ UniqueFd open_in_root(int root_fd, const std::string& path, int flags, mode_t mo
   return UniqueFd(static_cast<int>(fd));
 }
 
-std::string fd_path(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
+std::string fd_path(int fd) {
+  return "/proc/self/fd/" + std::to_string(fd);
+}
 
 CloneResult clone_with_pidfd(unsigned long long flags, int exit_signal) {
   int pidfd = -1;
@@ -163,7 +165,7 @@ int shell_status(const siginfo_t& info) {
 }  // namespace
 
 int wait_pidfd(int pidfd) {
-  siginfo_t info {};
+  siginfo_t info{};
   while (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd), &info, WEXITED) != 0) {
     if (errno != EINTR) throw_errno("wait for container process");
   }
@@ -171,7 +173,7 @@ int wait_pidfd(int pidfd) {
 }
 
 int try_wait_pidfd(int pidfd) {
-  siginfo_t info {};
+  siginfo_t info{};
   if (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd), &info,
                WEXITED | WNOHANG) != 0) {
     throw_errno("wait for container process");
@@ -184,7 +186,9 @@ void setns_pidfd(int pidfd, int nstypes, const std::string& what) {
   if (::setns(pidfd, nstypes) != 0) throw_errno("join namespaces of " + what);
 }
 
-unsigned long long process_start_time(pid_t pid) { return process_stat(pid).start_time; }
+unsigned long long process_start_time(pid_t pid) {
+  return process_stat(pid).start_time;
+}
 
 ProcessStat process_stat(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");

@@ -39,8 +39,8 @@ UniqueFd open_in_root(int root_fd, const std::string& path, int flags, mode_t mo
 std::string fd_path(int fd);
 
 struct CloneResult {
-  pid_t pid = -1;      // in the parent: the child's pid; in the child: 0
-  UniqueFd pidfd;      // in the parent: a pidfd for the child
+  pid_t pid = -1;  // in the parent: the child's pid; in the child: 0
+  UniqueFd pidfd;  // in the parent: a pidfd for the child
 };
 // clone3 with CLONE_PIDFD and the given namespace flags, fork semantics (no shared VM).
 CloneResult clone_with_pidfd(unsigned long long flags, int exit_signal);
@@ -58,7 +58,7 @@ void setns_pidfd(int pidfd, int nstypes, const std::string& what);
 // pid it identifies a process across pid reuse.
 unsigned long long process_start_time(pid_t pid);
 struct ProcessStat {
-  char state = '?';                   // R, S, D, Z (zombie), X (dead), ...; '?' when gone
+  char state = '?';  // R, S, D, Z (zombie), X (dead), ...; '?' when gone
   unsigned long long start_time = 0;
 };
 ProcessStat process_stat(pid_t pid);

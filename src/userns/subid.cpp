@@ -29,7 +29,8 @@ std::vector<SubIdRange> parse_subid(std::istream& in, const std::string& user, u
   return ranges;
 }
 
-std::vector<SubIdRange> read_subid_file(const std::string& path, const std::string& user, uid_t uid) {
+std::vector<SubIdRange> read_subid_file(const std::string& path, const std::string& user,
+                                        uid_t uid) {
   std::ifstream in(path);
   if (!in) return {};
   return parse_subid(in, user, uid);

@@ -20,6 +20,7 @@ struct SubIdRange {
 // does). Comments, blank and malformed lines are skipped: a broken line for someone
 // else must not stop this user's container.
 std::vector<SubIdRange> parse_subid(std::istream& in, const std::string& user, uid_t uid);
-std::vector<SubIdRange> read_subid_file(const std::string& path, const std::string& user, uid_t uid);
+std::vector<SubIdRange> read_subid_file(const std::string& path, const std::string& user,
+                                        uid_t uid);
 
 }  // namespace mrun::userns

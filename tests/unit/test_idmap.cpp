@@ -14,7 +14,8 @@ TEST_CASE("idmap: root maps to the caller, 1..65535 to the subordinate range") {
 
 TEST_CASE("idmap: several small ranges are used in order, capped at 65535 ids") {
   auto plan = plan_id_maps(1000, 1000, {{100000, 1000}, {500000, 100000}}, {{7, 10}}, true);
-  REQUIRE(plan.uids == std::vector<IdMapEntry>{{0, 1000, 1}, {1, 100000, 1000}, {1001, 500000, 64535}});
+  REQUIRE(plan.uids ==
+          std::vector<IdMapEntry>{{0, 1000, 1}, {1, 100000, 1000}, {1001, 500000, 64535}});
   REQUIRE(plan.gids == std::vector<IdMapEntry>{{0, 1000, 1}, {1, 7, 10}});
 }
 
@@ -30,7 +31,8 @@ TEST_CASE("idmap: no subordinate ids, or --userns=single, gives a single-ID map"
 TEST_CASE("idmap: newuidmap argv and container-to-host lookups") {
   auto plan = plan_id_maps(1000, 1000, {{100000, 65536}}, {{100000, 65536}}, true);
   REQUIRE(helper_argv("/usr/bin/newuidmap", 42, plan.uids) ==
-          std::vector<std::string>{"/usr/bin/newuidmap", "42", "0", "1000", "1", "1", "100000", "65535"});
+          std::vector<std::string>{"/usr/bin/newuidmap", "42", "0", "1000", "1", "1", "100000",
+                                   "65535"});
   REQUIRE(map_to_host(plan.gids, 0) == 1000);
   REQUIRE(map_to_host(plan.gids, 5) == 100004);
   REQUIRE(map_to_host(plan.gids, 65535) == 165534);

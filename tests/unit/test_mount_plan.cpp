@@ -11,7 +11,8 @@ using namespace mrun::mount;
 
 namespace {
 std::ptrdiff_t index_of(const std::vector<MountStep>& plan, const std::string& target) {
-  auto it = std::find_if(plan.begin(), plan.end(), [&](const MountStep& s) { return s.target == target; });
+  auto it = std::find_if(plan.begin(), plan.end(),
+                         [&](const MountStep& s) { return s.target == target; });
   REQUIRE(it != plan.end());
   return it - plan.begin();
 }
@@ -48,9 +49,11 @@ TEST_CASE("mount plan: every default device node is a bind onto a file") {
 TEST_CASE("mount plan: devpts asks for gid 5 only when it is mapped") {
   MountPlanInput input;
   input.gid5_mapped = false;
-  REQUIRE(step_for(plan_container_mounts(input), "/dev/pts").data.find("gid=5") == std::string::npos);
+  REQUIRE(step_for(plan_container_mounts(input), "/dev/pts").data.find("gid=5") ==
+          std::string::npos);
   input.gid5_mapped = true;
-  REQUIRE(step_for(plan_container_mounts(input), "/dev/pts").data.find("gid=5") != std::string::npos);
+  REQUIRE(step_for(plan_container_mounts(input), "/dev/pts").data.find("gid=5") !=
+          std::string::npos);
 }
 
 TEST_CASE("mount plan: sysfs needs our own network namespace, else a read-only rbind") {
@@ -93,10 +96,12 @@ TEST_CASE("volume specs") {
 
 TEST_CASE("overlay mount data, and paths it cannot carry") {
   OverlayLayers layers{"/img", "/s/upper", "/s/work", "/s/merged"};
-  REQUIRE(overlay_mount_data(layers, true) == "lowerdir=/img,upperdir=/s/upper,workdir=/s/work,userxattr");
+  REQUIRE(overlay_mount_data(layers, true) ==
+          "lowerdir=/img,upperdir=/s/upper,workdir=/s/work,userxattr");
   auto argv = fuse_overlayfs_argv("/usr/bin/fuse-overlayfs", layers);
   REQUIRE(argv == std::vector<std::string>{"/usr/bin/fuse-overlayfs", "-f", "-o",
-                                           "lowerdir=/img,upperdir=/s/upper,workdir=/s/work", "/s/merged"});
+                                           "lowerdir=/img,upperdir=/s/upper,workdir=/s/work",
+                                           "/s/merged"});
   layers.lower = "/img,upperdir=/etc";
   REQUIRE_THROWS_WITH(overlay_mount_data(layers, false), Catch::Contains("contains ','"));
 }

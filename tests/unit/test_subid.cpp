@@ -20,13 +20,13 @@ TEST_CASE("subid: entries match by name or by uid, in file order") {
 
 TEST_CASE("subid: malformed lines are skipped, not fatal") {
   std::istringstream in(
-      "alice:100000\n"           // too few fields
-      "alice:abc:65536\n"        // not a number
-      "alice:100000:0\n"         // empty range
-      "alice:-5:10\n"            // signed
-      "alice:4294967290:100\n"   // overflows 32-bit ids
-      "alice:1:2:3\n"            // too many fields
-      "  alice:200000:1000  \n"); // surrounding blanks are fine
+      "alice:100000\n"             // too few fields
+      "alice:abc:65536\n"          // not a number
+      "alice:100000:0\n"           // empty range
+      "alice:-5:10\n"              // signed
+      "alice:4294967290:100\n"     // overflows 32-bit ids
+      "alice:1:2:3\n"              // too many fields
+      "  alice:200000:1000  \n");  // surrounding blanks are fine
   auto ranges = parse_subid(in, "alice", 1000);
   REQUIRE(ranges == std::vector<SubIdRange>{{200000, 1000}});
 }
