@@ -55,6 +55,10 @@ def pytest_runtest_call(item):
 
 # ---- basic fixtures ---------------------------------------------------------
 
+def pytest_sessionstart(session):
+    _become_subreaper()
+
+
 @pytest.fixture(scope="session")
 def mrun():
     return M.Mrun()
@@ -154,29 +158,49 @@ def _dir_entries(d):
         return set()
 
 
-def _suspicious(proc, me, our_pidns):
-    """Is PROC (started during the test) something a container run left?"""
-    if proc.pid in me:
-        return False
-    if M.ROOTFUL:
-        if proc.pidns is not None and proc.pidns != our_pidns:
-            return True
-        if proc.comm in ("mrun", "fuse-overlayfs", "mrun-probe"):
-            return True
-        return any(os.path.basename(a) in ("mrun", "mrun-probe") for a in proc.cmdline[:1])
-    sub = M.subid_range("/etc/subuid")
-    if proc.uid == M.UID:
-        return True
-    return sub is not None and sub[0] <= (proc.uid or -1) < sub[0] + sub[1]
+def _become_subreaper():
+    """Orphans of everything this process starts (a detached container's
+    monitor, a container that outlives a killed mrun) are re-parented to us
+    instead of init, so "left behind" is simply "still our descendant"; and
+    other users' or sessions' processes never count."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    PR_SET_CHILD_SUBREAPER = 36
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
 
 
-def _leftovers(before, me, our_pidns):
+def _reap_orphans():
+    """Reaps exited re-parented orphans (no test has a child running now)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _descendants(procs, root):
+    children = {}
+    for p in procs.values():
+        children.setdefault(p.ppid, []).append(p)
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child.pid)
+    return found
+
+
+def _is_ours(name):
+    return name.startswith(_session_tag + "-")
+
+
+def _leftovers(before):
     problems, procs, mounts, states = [], [], [], []
-    for key, proc in M.list_procs().items():
-        if key not in before["procs"] and _suspicious(proc, me, our_pidns):
-            if proc.state == "Z" and proc.ppid in me:
-                continue  # our own unreaped child; not the runtime's
-            procs.append(proc)
+    _reap_orphans()
+    procs = [p for p in _descendants(M.list_procs(), os.getpid()) if p.state != "Z"]
     if procs:
         problems.append("processes left running:\n" + "\n".join(
             f"  pid {p.pid} uid {p.uid} state {p.state} ppid {p.ppid} {p.comm}: "
@@ -190,7 +214,8 @@ def _leftovers(before, me, our_pidns):
     for d in _watched_dirs():
         added = _dir_entries(d) - before["dirs"].get(d, set())
         for entry in sorted(added):
-            states.append(os.path.join(d, entry))
+            if _is_ours(entry) or entry in M.GENERATED_NAMES:
+                states.append(os.path.join(d, entry))
     if states:
         problems.append("state or upper dirs left:\n" + "\n".join(f"  {s}" for s in states))
     return problems, procs, mounts, states
@@ -218,16 +243,14 @@ def _cleanup(procs, mounts, states):
 def no_leftovers(request):
     """Fails the test if it left processes, host mounts or state behind, and
     if it changed the session rootfs; cleans up either way."""
-    me = M.ancestors()
-    our_pidns = os.readlink("/proc/self/ns/pid")
     before = {
-        "procs": set(M.list_procs()),
         "mounts": M.mount_keys(M.host_mounts()),
         "dirs": {d: _dir_entries(d) for d in _watched_dirs()},
     }
+    M.GENERATED_NAMES.clear()
     yield
-    problems = M.wait_until(lambda: _leftovers(before, me, our_pidns)[0] == [] or None, 5)
-    problems, procs, mounts, states = _leftovers(before, me, our_pidns)
+    M.wait_until(lambda: not _leftovers(before)[0], 5)
+    problems, procs, mounts, states = _leftovers(before)
     rootfs_changes = []
     snap = M.ROOTFS_CREATION.get("snapshot")
     if snap is not None and "rootfs" in request.fixturenames:

@@ -203,6 +203,8 @@ class Mrun:
         err = read_available(p.stderr)
         p.stdout.close()
         p.stderr.close()
+        if "--name" not in run_args and out.strip():
+            GENERATED_NAMES.add(out.strip())
         return Result(argv, rc, out, err, time.monotonic() - start)
 
     def list_json(self):
@@ -537,3 +539,7 @@ def container_mounts(mrun, rootfs, *opts, name=None):
 
 # How the session rootfs was made (filled in by conftest's rootfs fixture).
 ROOTFS_CREATION = {}
+
+# Names mrun generated (no --name) during the current test: the leftover
+# guard checks those too (it otherwise only looks at this session's names).
+GENERATED_NAMES = set()

@@ -22,14 +22,14 @@ def _env(out):
 
 def test_env_option(mrun, rootfs, name):
     r = mrun("run", "--rm", "--name", name, "-e", "A=B", "--env", "C=D=E", "-e", "EMPTY=",
-             rootfs, "/bin/env")
+             rootfs, "env")
     M.assert_rc(r)
     env = _env(r.out)
     assert env.get("A") == "B" and env.get("C") == "D=E" and env.get("EMPTY") == "", r
 
 
 def test_default_env(mrun, rootfs, name):
-    r = mrun("run", "--rm", "--name", name, rootfs, "/bin/env")
+    r = mrun("run", "--rm", "--name", name, rootfs, "env")
     M.assert_rc(r)
     env = _env(r.out)
     path = env.get("PATH", "").split(":")
@@ -42,7 +42,7 @@ def test_default_env(mrun, rootfs, name):
 
 def test_env_overrides_default(mrun, rootfs, name):
     r = mrun("run", "--rm", "--name", name, "-e", "HOME=/tmp", "-e", "PATH=/bin", rootfs,
-             "/bin/env")
+             "/usr/bin/env")
     M.assert_rc(r)
     env = _env(r.out)
     assert env.get("HOME") == "/tmp" and env.get("PATH") == "/bin", r
