@@ -163,7 +163,7 @@ if [ -z "$crun_args" ] && [ -f /sys/fs/cgroup/unified/cgroup.controllers ]; then
   fi
 fi
 
-echo "measuring $runs runs each as $user ..."
+echo "measuring $runs runs each as $user (load average before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs) ..."
 as_user mkdir -p "$stage/home"
 "${in_ns[@]}" runuser -u "$user" -- env -i HOME="$stage/home" PATH=/usr/local/bin:/usr/bin:/bin \
   bash "$here/start-latency.sh" --as-user "$stage" "$runs" "$crun_args"
@@ -203,4 +203,6 @@ for n in ["unshare", "bwrap", "crun", "mrun"]:
           f"{xf:>10} {xc:>7} {rss.get(n, '?'):>13}")
 if note:
     print(f"\nnote: {note}")
+print("load average after: " + " ".join(open("/proc/loadavg").read().split()[:3]) +
+      " (on a busy machine trust the medians more than the means)")
 EOF

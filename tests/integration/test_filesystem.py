@@ -65,15 +65,6 @@ def test_overlay_none_writes_into_rootfs(mrun, private_rootfs, name):
     assert not os.path.exists(M.container_dir(name))
 
 
-def test_overlay_none_creates_no_upper_dir(mrun, private_rootfs, name):
-    r = mrun("run", "--name", name, "--overlay", "none", private_rootfs, "/bin/true")
-    try:
-        M.assert_rc(r)
-        assert not os.path.exists(M.upper_dir(name)), "--overlay none made an upper dir"
-    finally:
-        mrun("delete", name)
-
-
 def test_overlay_fuse_without_fuse_overlayfs_is_125(mrun, rootfs, name):
     path = M.path_without("fuse-overlayfs")
     try:
