@@ -147,8 +147,8 @@ fi
 # and those a container runtime expects (fuse, tun, veth, loop). Everything
 # else is loadable in the guest with the host's modprobe from /lib/modules.
 modules=(virtio_pci 9pnet_virtio 9p overlay fuse tun veth loop)
-# shellcheck disable=SC2206 # a space-separated list of module names
-modules+=(${MRUN_VM_EXTRA_MODULES:-})
+read -r -a extra_modules <<<"${MRUN_VM_EXTRA_MODULES:-}"
+modules+=("${extra_modules[@]}")
 
 busybox=/bin/busybox
 [[ -x $busybox ]] || die "$busybox is missing (apt-get install busybox-static)"
@@ -315,9 +315,10 @@ qemu=(qemu-system-x86_64 -accel tcg -nographic -no-reboot -nodefaults
 if [[ -r /usr/share/qemu/qboot.rom ]]; then
     qemu+=(-bios /usr/share/qemu/qboot.rom)
 fi
-# For suites that need more hardware (a passthrough device, a NIC, ...).
-# shellcheck disable=SC2206 # word splitting is the interface here
-qemu+=(${MRUN_VM_QEMU_ARGS:-})
+# For suites that need more hardware (a passthrough device, a NIC, ...):
+# split on whitespace, no globbing.
+read -r -a extra_qemu_args <<<"${MRUN_VM_QEMU_ARGS:-}"
+qemu+=("${extra_qemu_args[@]}")
 
 start=$SECONDS
 # --pdeathsig: even if this script is SIGKILLed, qemu does not outlive it.
@@ -361,20 +362,30 @@ if ((!kver_printed)) && [[ -s $out_dir/kernel-version ]]; then
     printf '# guest kernel: %s\n' "$(head -n 1 "$out_dir/kernel-version")" >&2
 fi
 
-# Kernel trouble: what the brief of every suite calls a failure even when the
-# command itself passed. dmesg.txt is the complete log when the guest got that
-# far; otherwise the serial console has what was printed before it died.
+# Kernel trouble: a failure even when the command itself passed. dmesg.txt is
+# the complete log up to the end of the command; the serial console adds what
+# came later (an oops in a driver's shutdown path during poweroff) or all
+# there is when the guest hung or died. Console lines end in \r, and those
+# already in dmesg.txt are dropped.
 readonly KERNEL_TROUBLE='Oops|BUG:|WARNING:|Call Trace|general protection fault|Kernel panic|KASAN|refcount_t'
 kernel_log=$out_dir/console.log
 [[ -s $out_dir/dmesg.txt ]] && kernel_log=$out_dir/dmesg.txt
+kernel_log_lines() {
+    if [[ -s $out_dir/dmesg.txt ]]; then
+        cat "$out_dir/dmesg.txt"
+        tr -d '\r' <"$out_dir/console.log" | awk 'NR == FNR { seen[$0] = 1; next } !($0 in seen)' "$out_dir/dmesg.txt" -
+    else
+        tr -d '\r' <"$out_dir/console.log"
+    fi
+}
 # Prints the offending lines, and after a "Call Trace" the frames that follow
 # (what a developer needs first), as "# kernel: " diagnostics on stderr.
 report_kernel_trouble() {
     local lines
-    lines=$(awk -v re="$KERNEL_TROUBLE" '
+    lines=$(kernel_log_lines | awk -v re="$KERNEL_TROUBLE" '
         $0 ~ re { print; trace = ($0 ~ /Call Trace/) ? 24 : 0; next }
         trace > 0 && /\+0x|TASK>|RIP:/ { print; trace--; next }
-        { trace = 0 }' "$kernel_log" | head -n 80)
+        { trace = 0 }' | head -n 80)
     [[ -n $lines ]] || return 1
     printf '%s\n' "$lines" | sed 's/^/# kernel: /' >&2
     return 0
@@ -408,7 +419,7 @@ is_uint "$rc" || { result=$E_HARNESS; die "guest wrote a malformed exit code '$r
 
 if report_kernel_trouble; then
     result=$E_KERNEL
-    die "guest kernel logged an oops/BUG/WARNING (command exit $rc; full log: $kernel_log)" "$result"
+    die "guest kernel logged an oops/BUG/WARNING (command exit $rc; full log: $kernel_log, console: $out_dir/console.log)" "$result"
 fi
 
 result=$rc
