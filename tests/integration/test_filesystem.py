@@ -118,7 +118,11 @@ def test_volume_shows_host_dir_and_writes_through(mrun, rootfs, name, host_dir):
                  "-v", f"{host_dir}:/data", name=name)
     M.assert_rc(r)
     assert r.out == "hello from host\n", r
-    assert open(os.path.join(host_dir, "from-container")).read() == "back\n"
+    created = os.path.join(host_dir, "from-container")
+    assert open(created).read() == "back\n"
+    assert os.stat(created).st_uid == M.UID, (
+        f"a file container root made in a volume is owned by host uid "
+        f"{os.stat(created).st_uid}, expected the caller's {M.UID}")
 
 
 def test_volume_destination_is_created_outside_rootfs(mrun, rootfs, name, host_dir):

@@ -345,8 +345,13 @@ def test_sigkill_of_foreground_mrun_cleans_up(mrun, rootfs, name, overlay):
     procs_before = set(M.list_procs())
     p = mrun.popen("run", "--name", name, "--overlay", overlay, rootfs,
                    "/bin/mrun-probe", "hold", "300", marker)
+
+    def container_procs():
+        # The container's command, not mrun (whose own argv holds the marker too).
+        return [q for q in M.procs_with_arg(marker) if q.cmdline[:1] == ["/bin/mrun-probe"]]
+
     try:
-        assert M.wait_until(lambda: M.procs_with_arg(marker), 15), (
+        assert M.wait_until(container_procs, 15), (
             f"the container process never appeared; stderr: {M.read_available(p.stderr)!r}")
         os.kill(p.pid, signal.SIGKILL)
         p.wait(timeout=5)
@@ -357,8 +362,8 @@ def test_sigkill_of_foreground_mrun_cleans_up(mrun, rootfs, name, overlay):
         p.stdout.close()
         p.stderr.close()
 
-    left = M.wait_until(lambda: not M.procs_with_arg(marker), 5)
-    assert left, f"container process survived SIGKILL of mrun: {M.procs_with_arg(marker)}"
+    M.wait_until(lambda: not container_procs(), 5)
+    assert not container_procs(), f"container process survived SIGKILL of mrun: {container_procs()}"
     def fuse_running():
         # Exited orphans are re-parented to the suite (a subreaper): zombies
         # here are dead processes, not leftovers.
@@ -371,6 +376,9 @@ def test_sigkill_of_foreground_mrun_cleans_up(mrun, rootfs, name, overlay):
     assert not new_mounts, f"mounts left on the host: {sorted(new_mounts)}"
 
     entry = mrun.entry(name)
+    assert entry is not None or not M.state_paths_of(name, M.state_dir()), (
+        f"mrun list does not show {name} but its state is still there: "
+        f"{M.state_paths_of(name, M.state_dir())}")
     assert entry is None or entry.get("status") != "running", (
         f"mrun list shows the killed container as running: {entry}")
     if entry is not None:
@@ -399,3 +407,47 @@ def test_upper_dir_follows_xdg_data_home(mrun, rootfs, name, tmp_path):
     finally:
         m("delete", "-f", name)
     assert not (data / "mrun/containers" / name).exists(), "mrun delete left the upper dir"
+
+
+# ---- edges ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("bad", ["../evil", "a/b", "x" * 65, ".hidden"],
+                         ids=["dotdot", "slash", "too-long", "leading-dot"])
+def test_invalid_names_are_rejected(mrun, rootfs, bad):
+    """Names become paths under the state and data dirs: one that could
+    escape them must be refused before anything is made. (An empty --name
+    means "generate one", as in podman.)"""
+    r = mrun("run", "--rm", "--name", bad, rootfs, "/bin/true")
+    M.assert_mrun_error(r, 125)
+    assert not os.path.exists(os.path.join(os.path.dirname(M.state_dir()), "evil"))
+    assert not os.path.exists(os.path.join(M.data_dir(), "evil"))
+
+
+def test_list_with_a_fresh_state_dir(mrun, tmp_path):
+    r = mrun("--root", str(tmp_path / "never-used"), "list", "--format", "json")
+    M.assert_rc(r)
+    assert r.out.strip() == "[]", r
+
+
+def test_detach_with_a_missing_command_fails(mrun, rootfs, name):
+    """run -d returns 0 only once the container runs: a command that is not
+    there is reported (127) by the run -d itself."""
+    r = mrun.detach("--name", name, rootfs, "/nonexistent")
+    try:
+        M.assert_mrun_error(r, 127, mentions=["/nonexistent"])
+    finally:
+        mrun("delete", "-f", name)
+
+
+def test_delete_removes_files_of_container_users(mrun, rootfs, name):
+    """Files a container user (not root) wrote land in the upper dir owned by
+    a subordinate id; delete must still remove them (rootless: from inside
+    the user namespace)."""
+    r = mrun("run", "--name", name, "-u", "1000:1000", rootfs, "/bin/sh", "-c",
+             "mkdir /tmp/private && echo x > /tmp/private/f && chmod 700 /tmp/private")
+    try:
+        M.assert_rc(r)
+        M.assert_rc(mrun("delete", name))
+    finally:
+        mrun("delete", "-f", name)
+    _gone(mrun, name)
