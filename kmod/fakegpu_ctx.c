@@ -267,8 +267,8 @@ static long fakegpu_ioctl_reset(struct fakegpu_ctx *ctx, void __user *uarg)
 
 	atomic64_set(&fdev->jobs_completed, 0);
 	req.reset_count = atomic_inc_return(&fdev->reset_count);
-	pr_info("fakegpu%u: reset by pid %d (reset %u)\n", fdev->index,
-		task_pid_nr(current), req.reset_count);
+	pr_info_ratelimited("fakegpu%u: reset by pid %d (reset %u)\n", fdev->index,
+			    task_pid_nr(current), req.reset_count);
 	if (copy_to_user(uarg, &req, sizeof(req)))
 		return -EFAULT;
 	return 0;

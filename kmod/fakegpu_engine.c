@@ -23,6 +23,8 @@
 #include <linux/nospec.h>
 #include <linux/overflow.h>
 #include <linux/sched.h>
+#include <linux/sched/signal.h>
+#include <linux/wait.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 
@@ -97,6 +99,14 @@ static int fakegpu_check_ranges(const struct fakegpu_job *job,
 	}
 }
 
+static void fakegpu_job_release(struct fakegpu_bo *dst, struct fakegpu_bo *src)
+{
+	if (dst)
+		fakegpu_bo_put(dst);
+	if (src)
+		fakegpu_bo_put(src);
+}
+
 /*
  * Check a job (a private copy: never read twice from user memory) against
  * this context and take references on its buffers.  0, -EINVAL for a
@@ -138,18 +148,10 @@ static int fakegpu_job_prepare(struct fakegpu_ctx *ctx, const struct fakegpu_job
 		goto err;
 	return 0;
 err:
-	if (*dst)
-		fakegpu_bo_put(*dst);
+	fakegpu_job_release(*dst, *src);
 	*dst = NULL;
+	*src = NULL;
 	return ret;
-}
-
-static void fakegpu_job_release(struct fakegpu_bo *dst, struct fakegpu_bo *src)
-{
-	if (dst)
-		fakegpu_bo_put(dst);
-	if (src)
-		fakegpu_bo_put(src);
 }
 
 /* ---- execution (engine only) ---- */
@@ -236,9 +238,14 @@ static void fakegpu_complete(struct fakegpu_ctx *ctx, u64 fence, int err)
 	/* Release: whoever sees the new fence also sees the job's results. */
 	smp_store_release(&fp->completed, fence);
 	atomic64_set_release(&ctx->completed, fence);
-	/* wq_has_sleeper() has the barrier that pairs with prepare_to_wait(). */
+	/*
+	 * wq_has_sleeper() has the barrier that pairs with prepare_to_wait().
+	 * The fence is the wake-up key: only waiters it satisfies are woken,
+	 * so a WAIT for the end of a long batch sleeps through the batch
+	 * instead of waking once per job.
+	 */
 	if (wq_has_sleeper(&ctx->fence_wq))
-		wake_up_all(&ctx->fence_wq);
+		__wake_up(&ctx->fence_wq, TASK_NORMAL, 0, &fence);
 }
 
 /* Copy one ring entry field by field: user space may be rewriting it. */
@@ -454,8 +461,55 @@ static bool fakegpu_fence_done(struct fakegpu_ctx *ctx, u64 fence)
 	return atomic64_read_acquire(&ctx->completed) >= fence;
 }
 
+/* A sleeper in WAIT, woken only once the engine completes its fence. */
+struct fakegpu_fence_waiter {
+	struct wait_queue_entry entry;
+	u64 fence;
+};
+
+static int fakegpu_fence_wake(struct wait_queue_entry *entry, unsigned int mode, int sync, void *key)
+{
+	struct fakegpu_fence_waiter *w = container_of(entry, struct fakegpu_fence_waiter, entry);
+
+	if (*(const u64 *)key < w->fence)
+		return 0; /* not ours yet: stay asleep */
+	return autoremove_wake_function(entry, mode, sync, key);
+}
+
+/*
+ * Sleep until @fence completes, a signal arrives, or @deadline (absolute,
+ * CLOCK_MONOTONIC; NULL: none) passes.  0, -ERESTARTSYS or -ETIMEDOUT.
+ */
+static int fakegpu_fence_sleep(struct fakegpu_ctx *ctx, u64 fence, ktime_t *deadline)
+{
+	struct fakegpu_fence_waiter w = { .fence = fence };
+	int ret = 0;
+
+	init_wait_entry(&w.entry, 0);
+	w.entry.func = fakegpu_fence_wake;
+	for (;;) {
+		prepare_to_wait(&ctx->fence_wq, &w.entry, TASK_INTERRUPTIBLE);
+		if (fakegpu_fence_done(ctx, fence))
+			break;
+		if (signal_pending(current)) {
+			ret = -ERESTARTSYS;
+			break;
+		}
+		if (!deadline) {
+			schedule();
+		} else if (schedule_hrtimeout(deadline, HRTIMER_MODE_ABS) == 0 &&
+			   !fakegpu_fence_done(ctx, fence)) {
+			ret = -ETIMEDOUT;
+			break;
+		}
+	}
+	finish_wait(&ctx->fence_wq, &w.entry);
+	return ret;
+}
+
 int fakegpu_wait_fence(struct fakegpu_ctx *ctx, u64 fence, s64 timeout_ns)
 {
+	ktime_t deadline;
 	u64 issued;
 	int ret;
 
@@ -470,13 +524,10 @@ int fakegpu_wait_fence(struct fakegpu_ctx *ctx, u64 fence, s64 timeout_ns)
 	if (timeout_ns == 0)
 		return -EBUSY;
 	if (timeout_ns < 0)
-		return wait_event_interruptible(ctx->fence_wq, fakegpu_fence_done(ctx, fence));
+		return fakegpu_fence_sleep(ctx, fence, NULL);
 
-	ret = wait_event_interruptible_hrtimeout(ctx->fence_wq, fakegpu_fence_done(ctx, fence),
-						 ns_to_ktime(timeout_ns));
-	if (ret == -ETIME)
-		return -ETIMEDOUT;
-	if (ret == -ERESTARTSYS)
-		return -EINTR; /* a restart would wait the whole timeout again */
-	return ret;
+	deadline = ktime_add_safe(ktime_get(), ns_to_ktime(timeout_ns));
+	ret = fakegpu_fence_sleep(ctx, fence, &deadline);
+	/* A restart would wait the whole timeout again: report EINTR instead. */
+	return ret == -ERESTARTSYS ? -EINTR : ret;
 }

@@ -63,12 +63,14 @@ void print(const char* path, const Result& r, bool json) {
 void usage(std::FILE* to) {
   std::fputs(
       "usage: fakegpu-bench [--device PATH|INDEX] [--path ioctl|ring|both] [--jobs N]\n"
-      "                     [--ioctl-jobs N] [--batch N] [--json]\n"
+      "                     [--ioctl-jobs N] [--batch N] [--repeat N] [--json]\n"
       "\n"
       "Submits N no-op jobs through the SUBMIT ioctl and through the submission ring\n"
       "(one doorbell per batch), and prints jobs/s and ioctls/job for each, then the\n"
-      "ratio ring/ioctl. Defaults: both paths, 200000 ring jobs, 20000 ioctl jobs,\n"
-      "batch = half the ring.\n",
+      "ratio ring/ioctl. The paths run alternately --repeat times and the best run of\n"
+      "each is reported, so a busy host (e.g. an emulated VM) disturbs the ratio less.\n"
+      "Defaults: both paths, 200000 ring jobs, 20000 ioctl jobs, batch = half the ring,\n"
+      "3 repeats.\n",
       to);
 }
 
@@ -84,7 +86,7 @@ std::uint64_t number(const char* flag, const char* s) {
 
 int run(int argc, char** argv) {
   std::string device = "/dev/fakegpu0", path = "both";
-  std::uint64_t ring_jobs = 200000, ioctl_jobs = 20000, batch = 0;
+  std::uint64_t ring_jobs = 200000, ioctl_jobs = 20000, batch = 0, repeat = 3;
   bool json = false, jobs_given = false, ioctl_jobs_given = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -102,6 +104,8 @@ int run(int argc, char** argv) {
       ioctl_jobs_given = true;
     } else if (arg == "--batch" && has_value) {
       batch = number("--batch", argv[++i]);
+    } else if (arg == "--repeat" && has_value) {
+      repeat = number("--repeat", argv[++i]);
     } else if (arg == "--json") {
       json = true;
     } else if (arg == "-h" || arg == "--help") {
@@ -123,21 +127,28 @@ int run(int argc, char** argv) {
   const auto info = dev.info();
   if (batch == 0 || batch > info.ring_entries) batch = info.ring_entries / 2;
 
+  // Alternate the paths and keep each one's best run.
   Result ioctl_r, ring_r;
-  if (path != "ring") {
-    ioctl_r = bench_ioctl(dev, ioctl_jobs);
-    print("ioctl", ioctl_r, json);
+  for (std::uint64_t r = 0; r < repeat; ++r) {
+    if (path != "ring") {
+      const Result x = bench_ioctl(dev, ioctl_jobs);
+      if (x.jobs_per_s() > ioctl_r.jobs_per_s()) ioctl_r = x;
+    }
+    if (path != "ioctl") {
+      const Result x = bench_ring(dev, ring_jobs, static_cast<std::uint32_t>(batch));
+      if (x.jobs_per_s() > ring_r.jobs_per_s()) ring_r = x;
+    }
   }
-  if (path != "ioctl") {
-    ring_r = bench_ring(dev, ring_jobs, static_cast<std::uint32_t>(batch));
-    print("ring", ring_r, json);
-  }
+  if (path != "ring") print("ioctl", ioctl_r, json);
+  if (path != "ioctl") print("ring", ring_r, json);
   if (path == "both") {
     const double ratio = ioctl_r.jobs_per_s() > 0 ? ring_r.jobs_per_s() / ioctl_r.jobs_per_s() : 0;
     if (json)
-      std::printf("{\"ratio_ring_over_ioctl\":%.2f,\"batch\":%llu}\n", ratio, static_cast<unsigned long long>(batch));
+      std::printf("{\"ratio_ring_over_ioctl\":%.2f,\"batch\":%llu,\"repeat\":%llu}\n", ratio,
+                  static_cast<unsigned long long>(batch), static_cast<unsigned long long>(repeat));
     else
-      std::printf("ratio  ring/ioctl = %.1fx jobs/s (batch %llu)\n", ratio, static_cast<unsigned long long>(batch));
+      std::printf("ratio  ring/ioctl = %.1fx jobs/s (batch %llu, best of %llu)\n", ratio,
+                  static_cast<unsigned long long>(batch), static_cast<unsigned long long>(repeat));
   }
   return 0;
 }

@@ -28,7 +28,7 @@ std::atomic<std::uint64_t> g_ioctls{0};
 
 // Polls of the fence page before sleeping in WAIT: a job that is about to
 // complete costs no syscall at all.
-constexpr int kSpinPolls = 4000;
+constexpr int kSpinPolls = 200;
 
 std::string render(const std::string& step, int err) {
   if (err == 0) return step;
