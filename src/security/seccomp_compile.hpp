@@ -1,0 +1,48 @@
+// Compiles a SeccompProfile with libseccomp into a classic BPF program, in the parent
+// before clone: a bad profile fails there (exit 125, nothing started), and the container
+// only hands the finished program to seccomp(2) as its last step before execve.
+#pragma once
+
+#include <linux/filter.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "security/capabilities.hpp"
+#include "security/seccomp_profile.hpp"
+
+namespace mrun::security {
+
+// What the includes/excludes of a profile are evaluated against, as podman does: the
+// container's bounding set, the native architecture, the running kernel.
+struct SeccompTarget {
+  CapMask capabilities = 0;
+  std::string kernel_release;  // uname -r; "" = assume every minKernel is met
+};
+
+struct CompiledSeccomp {
+  std::vector<sock_filter> program;
+  unsigned int flags = 0;                     // SECCOMP_FILTER_FLAG_* for seccomp(2)
+  std::vector<std::string> architectures;     // libseccomp names, native first
+  std::vector<std::string> unknown_syscalls;  // skipped: unknown to this libseccomp
+  std::size_t rules_added = 0;
+};
+
+// Throws mrun::Error (exit 125) naming the rule ("syscalls[3] (keyctl)") that libseccomp
+// refused. Unknown syscall names are not an error: they are listed in unknown_syscalls
+// for the caller to warn about (a profile written for a newer kernel must still load).
+CompiledSeccomp compile_seccomp(const SeccompProfile& profile, const SeccompTarget& target);
+
+// "6.18.44-fc" >= "4.8"?
+bool kernel_at_least(const std::string& release, const std::string& minimum);
+
+// The Go architecture name podman's includes.arches uses for libseccomp's native arch
+// ("amd64" on x86_64).
+std::string native_go_arch();
+
+// Loads a compiled program into the calling thread (seccomp(2), SECCOMP_SET_MODE_FILTER).
+// Needs no_new_privs or CAP_SYS_ADMIN in the current user namespace.
+void load_seccomp_program(const CompiledSeccomp& filter);
+
+}  // namespace mrun::security

@@ -1,0 +1,160 @@
+#include "security/security_plan.hpp"
+
+#include <linux/capability.h>
+#include <sys/prctl.h>
+#include <sys/utsname.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "base/error.hpp"
+#include "embedded_policy.h"  // generated from policy/ by security/embed_policy.py
+
+namespace mrun::security {
+
+namespace {
+
+std::optional<std::string> read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return std::nullopt;
+  return text.str();
+}
+
+std::string read_required(const std::string& path, const std::string& what) {
+  auto text = read_text(path);
+  if (!text) {
+    int err = errno;
+    throw Error("read " + what + " " + path, err != 0 ? err : EIO,
+                "give a readable file (seccomp=PATH takes a podman/Docker-style JSON profile)");
+  }
+  return *text;
+}
+
+std::string kernel_release() {
+  struct utsname u {};
+  return ::uname(&u) == 0 ? std::string(u.release) : std::string();
+}
+
+}  // namespace
+
+PolicyText default_policy() {
+  PolicyText policy;
+  const char* dir = std::getenv("MRUN_POLICY_DIR");
+  if (dir != nullptr && dir[0] != '\0') {
+    std::string base(dir);
+    policy.profile_origin = base + "/seccomp/default.json";
+    policy.caps_origin = base + "/caps.conf";
+    policy.profile_json = read_required(policy.profile_origin, "default seccomp profile");
+    policy.caps_conf = read_required(policy.caps_origin, "default capability set");
+    return policy;
+  }
+  policy.profile_origin = "built-in default.json";
+  policy.profile_json.assign(embedded_default_json, sizeof embedded_default_json);
+  policy.caps_origin = "built-in caps.conf";
+  policy.caps_conf.assign(embedded_caps_conf, sizeof embedded_caps_conf);
+  return policy;
+}
+
+SecurityPlan prepare_security_plan(const SecurityOptions& options, uid_t container_uid,
+                                   bool host_capabilities, const Logger& log) {
+  return prepare_security_plan(options, container_uid, host_capabilities, log, default_policy());
+}
+
+SecurityPlan prepare_security_plan(const SecurityOptions& options, uid_t container_uid,
+                                   bool host_capabilities, const Logger& log,
+                                   const PolicyText& policy) {
+  SecurityPlan plan;
+  plan.last_cap = kernel_last_capability();
+  plan.root_user = container_uid == 0;
+  plan.no_new_privileges = options.no_new_privileges;
+
+  CapabilityRequest request;
+  request.defaults = parse_caps_conf(policy.caps_conf, policy.caps_origin);
+  request.all = all_capabilities(plan.last_cap);
+  request.add = options.cap_add;
+  request.drop = options.cap_drop;
+  request.privileged = options.privileged;
+  request.root_user = plan.root_user;
+  plan.caps = plan_capabilities(request);
+  log.debug("capabilities: bounding " + capability_list(plan.caps.bounding) + "; effective " +
+            capability_list(plan.caps.effective) +
+            (host_capabilities ? " (host capabilities: rootful in the host user namespace)"
+                               : " (in the container's user namespace)"));
+
+  // --privileged implies no filter; an explicit seccomp=PATH still applies.
+  SeccompMode mode = options.seccomp;
+  if (mode == SeccompMode::automatic && options.privileged) mode = SeccompMode::unconfined;
+  if (mode == SeccompMode::unconfined) {
+    plan.seccomp_origin = "unconfined";
+    log.debug("seccomp: unconfined");
+    return plan;
+  }
+  std::string text, origin;
+  if (mode == SeccompMode::file) {
+    origin = options.seccomp_profile;
+    text = read_required(origin, "seccomp profile");
+  } else {
+    origin = policy.profile_origin;
+    text = policy.profile_json;
+  }
+  SeccompProfile profile = parse_seccomp_profile(text, origin);
+  SeccompTarget target;
+  target.capabilities = plan.caps.bounding;
+  target.kernel_release = kernel_release();
+  plan.seccomp = compile_seccomp(profile, target);
+  plan.seccomp_origin = origin;
+  if (!plan.seccomp->unknown_syscalls.empty()) {
+    std::string names;
+    for (const auto& n : plan.seccomp->unknown_syscalls) names += (names.empty() ? "" : ", ") + n;
+    std::string message = "seccomp profile " + origin + ": skipping " +
+                          std::to_string(plan.seccomp->unknown_syscalls.size()) +
+                          " syscall(s) this libseccomp does not know: " + names;
+    // The built-in profile names syscalls of newer kernels on purpose; only a user's
+    // profile deserves a warning on every run.
+    if (mode == SeccompMode::file) {
+      log.warn(message);
+    } else {
+      log.debug(message);
+    }
+  }
+  log.debug("seccomp: " + origin + ", " + std::to_string(plan.seccomp->rules_added) + " rules, " +
+            std::to_string(plan.seccomp->program.size()) + " BPF instructions");
+  return plan;
+}
+
+void confine_before_user_switch(const SecurityPlan& plan) {
+  drop_bounding_set(plan.caps, plan.last_cap);
+  if (!plan.root_user) keep_capabilities_across_setuid();
+}
+
+void confine_after_user_switch(const SecurityPlan& plan) {
+  CapMask extra = plan.keep_sys_admin_until_seccomp() ? cap_bit(CAP_SYS_ADMIN) : 0;
+  set_process_capabilities(plan.caps, extra);
+  if (plan.no_new_privileges && ::prctl(PR_SET_NO_NEW_PRIVS, 1L, 0L, 0L, 0L) != 0) {
+    throw_errno("set no_new_privs");
+  }
+}
+
+void load_seccomp_last(const SecurityPlan& plan) {
+  if (!plan.seccomp) return;
+  load_seccomp_program(*plan.seccomp);
+  if (plan.keep_sys_admin_until_seccomp() && (plan.caps.permitted & cap_bit(CAP_SYS_ADMIN)) == 0) {
+    // Runs under the filter already: the profile must allow capset (the default does).
+    set_process_capabilities(plan.caps);
+  }
+}
+
+void confine_reaper(const SecurityPlan& plan) {
+  CapabilityPlan reaper;
+  reaper.bounding = reaper.effective = reaper.permitted = cap_bit(CAP_KILL);
+  drop_bounding_set(reaper, plan.last_cap);
+  set_process_capabilities(reaper);
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1L, 0L, 0L, 0L) != 0) throw_errno("set no_new_privs for --init");
+}
+
+}  // namespace mrun::security
