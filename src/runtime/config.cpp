@@ -25,12 +25,24 @@ std::optional<OverlayMode> parse_overlay_mode(const std::string& text) {
 }
 
 std::string to_string(NetworkMode mode) {
-  return mode == NetworkMode::host ? "host" : "none";
+  switch (mode) {
+    case NetworkMode::none: return "none";
+    case NetworkMode::host: return "host";
+    case NetworkMode::slirp4netns: return "slirp4netns";
+    case NetworkMode::pasta: return "pasta";
+  }
+  return "?";
+}
+
+bool uses_network_helper(NetworkMode mode) {
+  return mode == NetworkMode::slirp4netns || mode == NetworkMode::pasta;
 }
 
 std::optional<NetworkMode> parse_network_mode(const std::string& text) {
   if (text == "none") return NetworkMode::none;
   if (text == "host") return NetworkMode::host;
+  if (text == "slirp4netns") return NetworkMode::slirp4netns;
+  if (text == "pasta") return NetworkMode::pasta;
   return std::nullopt;
 }
 
@@ -71,6 +83,13 @@ void validate(const ContainerConfig& config) {
       throw Error("volume " + v.source + ":" + v.destination + ": both paths must be absolute",
                   EINVAL);
     }
+  }
+  if (!uses_network_helper(config.network) &&
+      (!config.publish.empty() || config.allow_host_loopback)) {
+    throw Error(std::string(config.publish.empty() ? "--allow-host-loopback" : "--publish") +
+                    " needs --network=slirp4netns or --network=pasta, not --network=" +
+                    to_string(config.network),
+                EINVAL, "drop it, or choose --network=slirp4netns or --network=pasta");
   }
   if (config.tty && config.detach) {
     throw Error("--tty cannot be combined with --detach", EINVAL,

@@ -8,11 +8,15 @@
 #include <string>
 #include <vector>
 
+#include "net/publish_spec.hpp"
+
 namespace mrun::runtime {
 
 enum class OverlayMode { automatic, native, fuse, none };
 enum class UsernsMode { automatic, single };
-enum class NetworkMode { none, host };
+// none: a private netns with only lo; host: the caller's; slirp4netns/pasta: a private
+// netns connected to the host by that user-mode network helper, run by mrun.
+enum class NetworkMode { none, host, slirp4netns, pasta };
 
 struct Volume {
   std::string source;       // host path, absolute
@@ -38,6 +42,8 @@ struct ContainerConfig {
   OverlayMode overlay = OverlayMode::automatic;
   UsernsMode userns = UsernsMode::automatic;
   NetworkMode network = NetworkMode::none;
+  std::vector<net::PublishSpec> publish;  // -p; needs slirp4netns or pasta
+  bool allow_host_loopback = false;       // 10.0.2.2 reaches the host's 127.0.0.1
   bool init = false;
   bool tty = false;
   bool detach = false;
@@ -48,6 +54,8 @@ std::string to_string(OverlayMode mode);
 std::optional<OverlayMode> parse_overlay_mode(const std::string& text);
 std::string to_string(NetworkMode mode);
 std::optional<NetworkMode> parse_network_mode(const std::string& text);
+// A network of its own, run by a helper (slirp4netns, pasta): addresses, resolv.conf.
+bool uses_network_helper(NetworkMode mode);
 
 // Checks that do not touch the system: name syntax, absolute paths, ...
 // Throws mrun::Error naming the field and the fix.
