@@ -38,6 +38,10 @@ struct RunOptions {
   std::string userns = "auto";
   std::string network = "none";
   bool init = false;
+  std::vector<std::string> security_opts;  // seccomp=..., no-new-privileges[=...]
+  std::vector<std::string> cap_add;
+  std::vector<std::string> cap_drop;
+  bool privileged = false;
 };
 
 std::string random_name() {
@@ -139,6 +143,15 @@ class RunCommand : public Command {
     run->add_option("--network", options_.network, "none|host")
         ->check(CLI::IsMember({"none", "host"}));
     run->add_flag("--init", options_.init, "run mrun's reaper as PID 1");
+    run->add_option("--security-opt", options_.security_opts,
+                    "seccomp=PATH|unconfined, no-new-privileges[=true|false]")
+        ->take_all();
+    run->add_option("--cap-add", options_.cap_add, "add capabilities (NAME[,NAME...] or ALL)")
+        ->take_all();
+    run->add_option("--cap-drop", options_.cap_drop, "drop capabilities (NAME[,NAME...] or ALL)")
+        ->take_all();
+    run->add_flag("--privileged", options_.privileged,
+                  "every capability of the container's user namespace, no seccomp filter");
     // ROOTFS, "--" and the command are taken verbatim: options after ROOTFS belong
     // to the command.
     run_ = run;
@@ -185,6 +198,16 @@ class RunCommand : public Command {
     config.tty = options_.tty;
     config.detach = options_.detach;
     config.remove_on_exit = options_.remove;
+    for (const auto& opt : options_.security_opts)
+      security::apply_security_opt(config.security, opt);
+    // podman accepts comma-separated lists: --cap-add NET_ADMIN,SYS_TIME.
+    for (const auto& list : options_.cap_add) {
+      for (const auto& cap : split(list, ',')) config.security.cap_add.push_back(cap);
+    }
+    for (const auto& list : options_.cap_drop) {
+      for (const auto& cap : split(list, ',')) config.security.cap_drop.push_back(cap);
+    }
+    config.security.privileged = options_.privileged;
     runtime::validate(config);
     return config;
   }

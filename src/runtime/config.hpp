@@ -10,6 +10,8 @@
 
 #include "net/publish_spec.hpp"
 
+#include "security/security_options.hpp"
+
 namespace mrun::runtime {
 
 enum class OverlayMode { automatic, native, fuse, none };
@@ -48,6 +50,7 @@ struct ContainerConfig {
   bool tty = false;
   bool detach = false;
   bool remove_on_exit = false;
+  security::SecurityOptions security;  // --security-opt, --cap-add/--cap-drop, --privileged
 };
 
 std::string to_string(OverlayMode mode);

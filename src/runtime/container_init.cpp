@@ -94,7 +94,7 @@ void attach_new_pty(const SyncChannel& sync) {
   if (slave > 2) ::close(slave);
 }
 
-void switch_user(const LaunchSpec& spec) {
+void change_ids(const LaunchSpec& spec) {
   const auto& user = spec.config.user;
   if (user.uid == 0 && user.gid == 0) return;
   if (::setresgid(user.gid, user.gid, user.gid) != 0) {
@@ -105,6 +105,15 @@ void switch_user(const LaunchSpec& spec) {
     throw_errno("switch to uid " + std::to_string(user.uid),
                 "the uid must be mapped in the user namespace (0-65535 with subordinate ids)");
   }
+}
+
+// The uid/gid switch sits between the two halves of the capability setup: the bounding
+// set is cut (and, for a non-root user, PR_SET_KEEPCAPS set) while we still hold every
+// capability; the final sets and no_new_privs follow once the ids are the command's.
+void switch_user(const LaunchSpec& spec) {
+  security::confine_before_user_switch(spec.security);
+  change_ids(spec);
+  security::confine_after_user_switch(spec.security);
 }
 
 std::string env_value(const std::vector<std::string>& env, const std::string& key) {
@@ -144,6 +153,8 @@ void reset_signals() {
   envp.push_back(nullptr);
   die_with_parent(parent_pidfd);
   reset_signals();
+  // Last, so that the filter judges the command and nothing of mrun's own setup.
+  security::load_seccomp_last(spec.security);
   ::execve(path.c_str(), argv.data(), envp.data());
   int err = errno;
   int status = (err == ENOENT) ? exit_code::not_found : exit_code::cannot_execute;
@@ -202,14 +213,18 @@ void container_main(const LaunchSpec& spec, const SyncChannel& sync, const Uniqu
     mount::apply_mount_plan(spec.layers.merged, spec.mounts, spec.log);
     sys::pivot_into(spec.layers.merged);
     sys::set_hostname(spec.config.hostname);
-    if (spec.config.network == NetworkMode::none) sys::bring_loopback_up();
+    if (spec.config.network != NetworkMode::host) sys::bring_loopback_up();
     if (spec.config.tty) attach_new_pty(sync);
     prepare_workdir(spec.config.workdir);
     if (spec.config.init) {
       // PID 1 becomes mrun's reaper; the command runs as its child (PID 2).
       pid_t command = ::fork();
       if (command < 0) throw_errno("fork the command under --init");
-      if (command > 0) run_reaper(command, sync, parent_pidfd);
+      if (command > 0) {
+        // PID 1 stays mrun's code; it needs nothing but CAP_KILL to forward signals.
+        security::confine_reaper(spec.security);
+        run_reaper(command, sync, parent_pidfd);
+      }
     }
     switch_user(spec);
     exec_command(spec, parent_pidfd);

@@ -10,6 +10,7 @@
 #include "mount/overlay.hpp"
 #include "runtime/config.hpp"
 #include "runtime/privilege.hpp"
+#include "security/security_plan.hpp"
 
 namespace mrun::runtime {
 
@@ -20,6 +21,8 @@ struct LaunchSpec {
   OverlayMode overlay = OverlayMode::automatic;
   std::vector<mount::MountStep> mounts;
   bool may_setgroups = true;  // false when setgroups is denied (single-ID map)
+  // Capabilities, no_new_privs and the compiled seccomp program (see security_plan.hpp).
+  security::SecurityPlan security;
   Logger log;
 };
 

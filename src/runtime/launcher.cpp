@@ -17,6 +17,8 @@
 #include "base/scope_guard.hpp"
 #include "base/strings.hpp"
 #include "mount/overlay.hpp"
+#include "net/network.hpp"
+#include "net/network_files.hpp"
 #include "runtime/container_init.hpp"
 #include "runtime/launch_spec.hpp"
 #include "runtime/state.hpp"
@@ -152,12 +154,13 @@ unsigned long long namespace_flags(const LaunchSpec& spec) {
   unsigned long long flags =
       CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWCGROUP;
   if (spec.privilege.new_user_namespace) flags |= CLONE_NEWUSER;
-  if (spec.config.network == NetworkMode::none) flags |= CLONE_NEWNET;
+  if (spec.config.network != NetworkMode::host) flags |= CLONE_NEWNET;
   return flags;
 }
 
 LaunchSpec make_launch_spec(const ContainerConfig& config, const PrivilegeModel& privilege,
                             const userns::IdMapPlan& ids, const std::string& storage,
+                            const std::optional<net::NetworkFiles>& network_files,
                             const Context& ctx) {
   LaunchSpec spec;
   spec.config = config;
@@ -169,18 +172,47 @@ LaunchSpec make_launch_spec(const ContainerConfig& config, const PrivilegeModel&
   spec.layers.work = storage + "/work";
   spec.layers.merged = storage + "/merged";
   spec.may_setgroups = !privilege.new_user_namespace || ids.kind == userns::MapKind::subordinate;
+  // Parsed and compiled here, before clone: a bad profile or capability name fails with
+  // 125 and nothing started; the child only applies the result.
+  spec.security = security::prepare_security_plan(config.security, config.user.uid,
+                                                  privilege.host_capabilities, ctx.log);
 
   mount::MountPlanInput input;
   input.user_namespace = privilege.new_user_namespace;
   input.gid5_mapped = !privilege.new_user_namespace || userns::map_to_host(ids.gids, 5) >= 0;
-  input.own_network_namespace = config.network == NetworkMode::none;
+  input.own_network_namespace = config.network != NetworkMode::host;
   input.read_only_root = config.read_only;
+  // Generated files bound over the image's (whose lower layer is never written); before
+  // the volumes, so that a user's own -v ...:/etc/hosts wins.
+  if (network_files) {
+    input.volumes.push_back({network_files->resolv_conf, "/etc/resolv.conf", false, true});
+    input.volumes.push_back({network_files->hosts, "/etc/hosts", false, true});
+  }
   for (const auto& v : config.volumes) {
     mount::VolumeSpec volume{v.source, v.destination, v.read_only, !sys::is_dir(v.source)};
     input.volumes.push_back(volume);
   }
   spec.mounts = mount::plan_container_mounts(input);
   return spec;
+}
+
+// slirp4netns or pasta for the container's network namespace (owned by its user
+// namespace when rootless); nullptr for none/host. Returns once the network is up.
+std::unique_ptr<net::HelperProcess> start_network(const ContainerConfig& config,
+                                                  const PrivilegeModel& privilege, pid_t container,
+                                                  const std::string& state_dir,
+                                                  const Context& ctx) {
+  if (!uses_network_helper(config.network)) return nullptr;
+  net::NetworkRequest request;
+  request.container_pid = container;
+  request.rootless = !privilege.rootful;
+  request.state_dir = state_dir;
+  request.publish = config.publish;
+  request.allow_host_loopback = config.allow_host_loopback;
+  request.path_var = std::getenv("PATH") ? std::getenv("PATH") : "";
+  request.log = ctx.log;
+  if (config.network == NetworkMode::pasta) return net::start_pasta(request);
+  return net::start_slirp4netns(request);
 }
 
 void check_inputs(const ContainerConfig& config) {
@@ -264,7 +296,12 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   state.subordinate_ids = subordinate;
   sys::make_dirs(storage, 0700);
   for (const char* sub : {"/upper", "/work", "/merged"}) sys::make_dirs(storage + sub, 0755);
-  LaunchSpec spec = make_launch_spec(config, privilege, ids, storage, ctx);
+  std::optional<net::NetworkFiles> network_files;
+  if (uses_network_helper(config.network)) {
+    network_files = net::write_network_files(store.dir_of(config.name),
+                                             {config.hostname, config.allow_host_loopback});
+  }
+  LaunchSpec spec = make_launch_spec(config, privilege, ids, storage, network_files, ctx);
 
   // 3. Clone the container into its namespaces; it waits for us on the sync socket.
   SignalBlock blocked_signals;
@@ -286,6 +323,9 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
 
   // 4. Map its ids (rootless: newuidmap/newgidmap) and let it set itself up.
   if (privilege.new_user_namespace) userns::apply_id_maps(child.pid, ids);
+  // The network comes up now, before the container goes on, so the command never runs
+  // without it. Destroyed (stopped) before undo_child kills the container on failure.
+  auto network = start_network(config, privilege, child.pid, store.dir_of(config.name), ctx);
   parent_end.send(SyncType::ids_mapped);
 
   // 5. Serve its requests until it execs the command (EOF) or reports an error.
@@ -324,7 +364,9 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   undo_claim.dismiss();
   if (hooks.on_started) hooks.on_started();
 
+  if (network) network->watch(ctx.log);
   int status = supervise(child.pidfd.get(), std::move(pty_master));
+  if (network) network->stop();
   stop_fuse_overlay(fuse);
 
   // 7. Record the exit (or remove everything with --rm).

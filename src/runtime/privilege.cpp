@@ -19,6 +19,7 @@ PrivilegeModel privilege_model_for(uid_t uid, const ContainerConfig* config) {
     model.may_write_any_id_map = true;
     model.can_mknod = !model.new_user_namespace;
     model.can_attach_device_filter = true;
+    model.host_capabilities = !model.new_user_namespace;
     model.default_state_root = "/run/mrun";
     model.default_data_root = "/var/lib/mrun";
     return model;

@@ -24,6 +24,10 @@ struct PrivilegeModel {
   bool can_mknod = false;
   // Loading BPF_PROG_TYPE_CGROUP_DEVICE needs bpf_capable() in the initial namespace.
   bool can_attach_device_filter = false;
+  // The container's capabilities count in the host's user namespace (rootful without a
+  // user namespace): --cap-add and --privileged then grant real host privilege, while
+  // rootless they only reach what the container's own user namespace owns.
+  bool host_capabilities = false;
   // Where state and container storage live.
   std::string default_state_root;
   std::string default_data_root;
