@@ -14,6 +14,7 @@
 #include "cli/detach.hpp"
 #include "mount/busybox_rootfs.hpp"
 #include "mount/mount_plan.hpp"
+#include "net/publish_spec.hpp"
 #include "runtime/launcher.hpp"
 #include "sys/fs.hpp"
 
@@ -36,7 +37,9 @@ struct RunOptions {
   bool read_only = false;
   std::string overlay = "auto";
   std::string userns = "auto";
-  std::string network = "none";
+  std::string network;  // empty: slirp4netns when installed, else none
+  std::vector<std::string> publish;
+  bool allow_host_loopback = false;
   bool init = false;
   std::vector<std::string> security_opts;  // seccomp=..., no-new-privileges[=...]
   std::vector<std::string> cap_add;
@@ -98,6 +101,18 @@ runtime::UserSpec parse_user(const std::string& spec, const std::string& rootfs)
   return user;
 }
 
+// As podman: a user-mode network by default when slirp4netns is there to provide it.
+runtime::NetworkMode choose_network(const std::string& requested, const runtime::Context& ctx) {
+  if (!requested.empty()) return *runtime::parse_network_mode(requested);
+  const char* path = std::getenv("PATH");
+  if (!sys::find_in_path("slirp4netns", path ? path : "").empty()) {
+    return runtime::NetworkMode::slirp4netns;
+  }
+  ctx.log.warn("slirp4netns is not installed: no network (--network=none); install it, or "
+               "pass --network explicitly");
+  return runtime::NetworkMode::none;
+}
+
 std::vector<std::string> build_env(const RunOptions& options, const std::string& hostname,
                                    const runtime::UserSpec& user) {
   std::vector<std::string> env{std::string("PATH=") + default_path, "HOSTNAME=" + hostname,
@@ -140,8 +155,14 @@ class RunCommand : public Command {
         ->check(CLI::IsMember({"auto", "native", "fuse", "none"}));
     run->add_option("--userns", options_.userns, "auto|single")
         ->check(CLI::IsMember({"auto", "single"}));
-    run->add_option("--network", options_.network, "none|host")
-        ->check(CLI::IsMember({"none", "host"}));
+    run->add_option("--network", options_.network,
+                    "slirp4netns|pasta|none|host (default: slirp4netns when installed)")
+        ->check(CLI::IsMember({"slirp4netns", "pasta", "none", "host"}));
+    run->add_option("-p,--publish", options_.publish,
+                    "publish [IP:]HOSTPORT:CTRPORT[/tcp|/udp] (slirp4netns, pasta)")
+        ->take_all();
+    run->add_flag("--allow-host-loopback", options_.allow_host_loopback,
+                  "let 10.0.2.2 reach the host's 127.0.0.1 (slirp4netns, pasta)");
     run->add_flag("--init", options_.init, "run mrun's reaper as PID 1");
     run->add_option("--security-opt", options_.security_opts,
                     "seccomp=PATH|unconfined, no-new-privileges[=true|false]")
@@ -193,7 +214,9 @@ class RunCommand : public Command {
     config.overlay = *runtime::parse_overlay_mode(options_.overlay);
     config.userns =
         options_.userns == "single" ? runtime::UsernsMode::single : runtime::UsernsMode::automatic;
-    config.network = *runtime::parse_network_mode(options_.network);
+    config.network = choose_network(options_.network, ctx);
+    for (const auto& spec : options_.publish) config.publish.push_back(net::parse_publish(spec));
+    config.allow_host_loopback = options_.allow_host_loopback;
     config.init = options_.init;
     config.tty = options_.tty;
     config.detach = options_.detach;
