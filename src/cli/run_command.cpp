@@ -108,8 +108,9 @@ runtime::NetworkMode choose_network(const std::string& requested, const runtime:
   if (!sys::find_in_path("slirp4netns", path ? path : "").empty()) {
     return runtime::NetworkMode::slirp4netns;
   }
-  ctx.log.warn("slirp4netns is not installed: no network (--network=none); install it, or "
-               "pass --network explicitly");
+  ctx.log.warn(
+      "slirp4netns is not installed: no network (--network=none); install it, or "
+      "pass --network explicitly");
   return runtime::NetworkMode::none;
 }
 
