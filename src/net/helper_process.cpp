@@ -106,7 +106,7 @@ bool wait_ready(const HelperProcess& helper, int ready_fd, int timeout_ms) {
     if (left <= 0) {
       throw Error(helper.name() + " did not set up the network within " +
                       std::to_string(timeout_ms / 1000) + "s",
-                  ETIMEDOUT, "see " + helper.log_path());
+                  ETIMEDOUT, "--debug shows its command line");
     }
     struct pollfd fds[2] = {{ready_fd, POLLIN, 0}, {helper.pidfd(), POLLIN, 0}};
     int n = ::poll(fds, 2, static_cast<int>(left));

@@ -36,7 +36,7 @@ bool wait_pid_file(const HelperProcess& pasta, const std::string& pid_file, int 
     if (::poll(&p, 1, 1) > 0) return false;
   }
   throw Error("pasta did not set up the network within " + std::to_string(timeout_ms / 1000) + "s",
-              ETIMEDOUT, "see " + pasta.log_path());
+              ETIMEDOUT, "--debug shows its command line");
 }
 
 }  // namespace
@@ -120,12 +120,12 @@ std::unique_ptr<HelperProcess> start_pasta(const NetworkRequest& request) {
       std::string why = explain_bind_failure(spec);
       if (!why.empty()) {
         throw Error("publish " + to_string(spec) + ": " + why, 0,
-                    "choose another host port (and see " + log_path + ")");
+                    "choose another host port, or free this one");
       }
     }
     throw Error(
         "pasta exited before the network was up" + (tail.empty() ? std::string() : ": " + tail), 0,
-        "see " + log_path);
+        "--debug shows its command line");
   }
   ::unlink(pid_file.c_str());
   return helper;

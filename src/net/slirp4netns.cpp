@@ -56,8 +56,7 @@ std::string api_call(const std::string& socket_path, const std::string& request)
   return reply;
 }
 
-void publish_port(const HelperProcess& slirp, const std::string& socket_path,
-                  const PublishSpec& spec) {
+void publish_port(const std::string& socket_path, const PublishSpec& spec) {
   std::string reply = api_call(socket_path, add_hostfwd_request(spec));
   nlohmann::json answer = nlohmann::json::parse(reply, nullptr, false);
   if (!answer.is_discarded() && answer.is_object() && answer.contains("return")) return;
@@ -67,7 +66,7 @@ void publish_port(const HelperProcess& slirp, const std::string& socket_path,
                          : std::string(trim(reply));
   if (why.empty()) why = "slirp4netns refused it: " + said;
   throw Error("publish " + to_string(spec) + ": " + why, 0,
-              "choose another host port (and see " + slirp.log_path() + ")");
+              "choose another host port, or free this one");
 }
 
 }  // namespace
@@ -162,9 +161,9 @@ std::unique_ptr<HelperProcess> start_slirp4netns(const NetworkRequest& request) 
     helper->stop();
     throw Error("slirp4netns exited before the network was up" +
                     (tail.empty() ? std::string() : ": " + tail),
-                0, "see " + log_path);
+                0, "--debug shows its command line");
   }
-  for (const auto& spec : request.publish) publish_port(*helper, socket_path, spec);
+  for (const auto& spec : request.publish) publish_port(socket_path, spec);
   // Every port is published: the socket is not needed any more. Removing it now means
   // no socket is left behind, even when mrun is SIGKILLed.
   if (!request.publish.empty()) ::unlink(socket_path.c_str());
