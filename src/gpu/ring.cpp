@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string>
 
 #include "context.hpp"
 #include "fakegpu.hpp"
@@ -30,6 +31,10 @@ Ring::Ring(std::shared_ptr<detail::Context> ctx) : ctx_(std::move(ctx)) {
 
 bool Ring::try_push(const fakegpu_job& j) {
   const std::uint32_t head = detail::load_acquire(&ctrl_->head);
+  if (!ring::head_plausible(head, claimed_, tail_, entries_))
+    throw Error("ring of " + ctx_->path() + ": driver reports head " + std::to_string(head) + " with tail " +
+                    std::to_string(tail_) + " and " + std::to_string(claimed_) + " handed over",
+                EPROTO);
   if (ring::free_slots(head, tail_, entries_) == 0) return false;
   std::memcpy(&slots_[ring::slot(tail_, entries_)], &j, sizeof j);
   ++tail_;

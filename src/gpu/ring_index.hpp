@@ -26,10 +26,11 @@ constexpr std::uint32_t slot(std::uint32_t counter, std::uint32_t entries) {
   return counter & (entries - 1);
 }
 
-// A head the driver reported is plausible: between what was published before
-// (old_head) and the current tail, modulo 2^32.
-constexpr bool head_plausible(std::uint32_t old_head, std::uint32_t head, std::uint32_t tail) {
-  return used(old_head, head) <= used(old_head, tail);
+// A head read from shared memory is plausible: the driver consumed only entries it
+// was handed (head not past `claimed`) and never more than a ring behind tail.
+constexpr bool head_plausible(std::uint32_t head, std::uint32_t claimed, std::uint32_t tail,
+                              std::uint32_t entries) {
+  return used(head, claimed) <= used(head, tail) && used(head, tail) <= entries;
 }
 
 // Fence of the entry with counter `index` inside a doorbell batch that accepted

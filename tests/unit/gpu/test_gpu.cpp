@@ -83,10 +83,13 @@ TEST_CASE("ring occupancy is exact across the u32 wrap", "[ring]") {
 
 TEST_CASE("ring head plausibility and fences of batch entries", "[ring]") {
   namespace r = fakegpu::ring;
-  CHECK(r::head_plausible(5, 5, 10));
-  CHECK(r::head_plausible(5, 10, 10));
-  CHECK_FALSE(r::head_plausible(5, 11, 10));
-  CHECK(r::head_plausible(0xfffffffeu, 2, 3));  // moved across the wrap
+  CHECK(r::head_plausible(5, 5, 10, 1024));        // nothing consumed yet
+  CHECK(r::head_plausible(10, 10, 10, 1024));      // everything consumed
+  CHECK_FALSE(r::head_plausible(8, 7, 10, 1024));  // consumed what was never handed over
+  CHECK_FALSE(r::head_plausible(11, 10, 10, 1024));
+  CHECK_FALSE(r::head_plausible(0, 2000, 2000, 1024));  // more than a ring behind
+  CHECK(r::head_plausible(0xfffffffeu, 2, 3, 1024));    // across the wrap
+  CHECK_FALSE(r::head_plausible(3, 2, 3, 1024));        // across the wrap, past claimed
   CHECK(r::fence_of(100, 7, 100) == 7);
   CHECK(r::fence_of(100, 7, 163) == 70);
   CHECK(r::fence_of(0xffffffffu, 50, 1) == 52);  // entry counters wrap, fences do not
