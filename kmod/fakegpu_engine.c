@@ -24,9 +24,9 @@
 #include <linux/overflow.h>
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
-#include <linux/wait.h>
 #include <linux/slab.h>
 #include <linux/string.h>
+#include <linux/wait.h>
 
 #include "fakegpu_internal.h"
 
@@ -345,7 +345,7 @@ void fakegpu_engine_stop(struct fakegpu_ctx *ctx)
 	LIST_HEAD(cancelled);
 
 	spin_lock(&ctx->queue_lock);
-	ctx->closing = true;
+	WRITE_ONCE(ctx->closing, true); /* also read locklessly between ring entries */
 	spin_unlock(&ctx->queue_lock);
 
 	cancel_work_sync(&ctx->engine);
