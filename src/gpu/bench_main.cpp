@@ -18,7 +18,9 @@ struct Result {
   double seconds = 0;
   std::uint64_t ioctls = 0;
   double jobs_per_s() const { return seconds > 0 ? static_cast<double>(jobs) / seconds : 0; }
-  double ioctls_per_job() const { return jobs ? static_cast<double>(ioctls) / static_cast<double>(jobs) : 0; }
+  double ioctls_per_job() const {
+    return jobs ? static_cast<double>(ioctls) / static_cast<double>(jobs) : 0;
+  }
 };
 
 using Clock = std::chrono::steady_clock;
@@ -50,10 +52,11 @@ Result bench_ring(fakegpu::Device& dev, std::uint64_t jobs, std::uint32_t batch)
 
 void print(const char* path, const Result& r, bool json) {
   if (json)
-    std::printf("{\"path\":\"%s\",\"jobs\":%llu,\"seconds\":%.6f,\"jobs_per_s\":%.0f,\"ioctls\":%llu,"
-                "\"ioctls_per_job\":%.6f}\n",
-                path, static_cast<unsigned long long>(r.jobs), r.seconds, r.jobs_per_s(),
-                static_cast<unsigned long long>(r.ioctls), r.ioctls_per_job());
+    std::printf(
+        "{\"path\":\"%s\",\"jobs\":%llu,\"seconds\":%.6f,\"jobs_per_s\":%.0f,\"ioctls\":%llu,"
+        "\"ioctls_per_job\":%.6f}\n",
+        path, static_cast<unsigned long long>(r.jobs), r.seconds, r.jobs_per_s(),
+        static_cast<unsigned long long>(r.ioctls), r.ioctls_per_job());
   else
     std::printf("%-6s %10llu jobs %9.3f s %12.0f jobs/s %10llu ioctls %10.6f ioctls/job\n", path,
                 static_cast<unsigned long long>(r.jobs), r.seconds, r.jobs_per_s(),
@@ -93,7 +96,8 @@ int run(int argc, char** argv) {
     const bool has_value = i + 1 < argc;
     if (arg == "--device" && has_value) {
       device = argv[++i];
-      if (device.find('/') == std::string::npos) device = fakegpu::device_path(static_cast<unsigned>(number("--device", device.c_str())));
+      if (device.find('/') == std::string::npos)
+        device = fakegpu::device_path(static_cast<unsigned>(number("--device", device.c_str())));
     } else if (arg == "--path" && has_value) {
       path = argv[++i];
     } else if (arg == "--jobs" && has_value) {

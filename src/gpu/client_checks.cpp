@@ -52,11 +52,14 @@ void expect_words(const Mapping& m, std::uint64_t offset, std::uint64_t length, 
                   const std::string& what) {
   for (std::uint64_t o = offset; o < offset + length; o += 4)
     if (const auto got = word_at(m, o); got != value)
-      throw Error(what + ": word at offset " + std::to_string(o) + " is " + hex(got) + ", want " + hex(value), 0);
+      throw Error(what + ": word at offset " + std::to_string(o) + " is " + hex(got) + ", want " +
+                      hex(value),
+                  0);
 }
 
 void wait_done(Device& dev, Fence f) {
-  expect(dev.wait(f, 10'000'000'000), "wait for fence " + std::to_string(f.value) + ": not done after 10 s");
+  expect(dev.wait(f, 10'000'000'000),
+         "wait for fence " + std::to_string(f.value) + ": not done after 10 s");
 }
 
 std::string check_open(Session& s) {
@@ -70,10 +73,11 @@ std::string check_info(Session& s) {
     throw Error("driver ABI " + std::to_string(i.abi_version) + ", client built for " +
                     std::to_string(FAKEGPU_ABI_VERSION),
                 0);
-  return "abi " + std::to_string(i.abi_version) + ", device " + std::to_string(i.device_index) + " of " +
-         std::to_string(i.device_count) + ", quota " + std::to_string(i.mem_quota / kMiB) + " MiB/" +
-         std::to_string(i.handle_quota) + " handles, ring " + std::to_string(i.ring_entries) + " entries, vram " +
-         std::to_string(i.vram_used) + " of " + std::to_string(i.vram_size) + " bytes in use";
+  return "abi " + std::to_string(i.abi_version) + ", device " + std::to_string(i.device_index) +
+         " of " + std::to_string(i.device_count) + ", quota " + std::to_string(i.mem_quota / kMiB) +
+         " MiB/" + std::to_string(i.handle_quota) + " handles, ring " +
+         std::to_string(i.ring_entries) + " entries, vram " + std::to_string(i.vram_used) + " of " +
+         std::to_string(i.vram_size) + " bytes in use";
 }
 
 std::string check_alloc(Session& s) {
@@ -83,7 +87,8 @@ std::string check_alloc(Session& s) {
   expect(b.handle() >= 1, "handle " + std::to_string(b.handle()) + " is not >= 1");
   expect(b.size() == kMiB + 4096, "size " + std::to_string(b.size()) + ", want 1 MiB + one page");
   const auto during = dev.info().ctx_mem_used;
-  expect(during == before + b.size(), "context charged " + std::to_string(during - before) + " bytes");
+  expect(during == before + b.size(),
+         "context charged " + std::to_string(during - before) + " bytes");
   b.free();
   expect(dev.info().ctx_mem_used == before, "memory not uncharged after free");
   return "1 MiB + 1 byte -> handle, " + std::to_string(kMiB + 4096) + " bytes charged and returned";
@@ -139,7 +144,8 @@ std::string check_checksum(Session& s) {
   Buffer out = dev.alloc(4096);
   Mapping ms = src.map();
   Mapping mo = out.map();
-  for (std::uint64_t o = 0; o < ms.size(); ++o) ms.bytes()[o] = static_cast<std::byte>((o * 131) ^ (o >> 8));
+  for (std::uint64_t o = 0; o < ms.size(); ++o)
+    ms.bytes()[o] = static_cast<std::byte>((o * 131) ^ (o >> 8));
   const Fence f = dev.submit(job::checksum(out.handle(), 8, src.handle(), 3, 60000));
   wait_done(dev, f);
   const std::uint32_t want = crc32(ms.bytes().subspan(3, 60000));
@@ -152,11 +158,13 @@ std::string check_wait(Session& s) {
   Device& dev = s.device();
   Buffer b = dev.alloc(4096);
   Fence last{};
-  for (int i = 0; i < 16; ++i) last = dev.submit(job::fill(b.handle(), 0, 4096, static_cast<std::uint32_t>(i)));
+  for (int i = 0; i < 16; ++i)
+    last = dev.submit(job::fill(b.handle(), 0, 4096, static_cast<std::uint32_t>(i)));
   fakegpu_wait w{};
   w.fence = last.value;
   w.timeout_ns = -1;
-  if (const int err = dev.try_ioctl(FAKEGPU_IOCTL_WAIT, &w)) throw Error("WAIT for fence " + std::to_string(last.value), err);
+  if (const int err = dev.try_ioctl(FAKEGPU_IOCTL_WAIT, &w))
+    throw Error("WAIT for fence " + std::to_string(last.value), err);
   expect(w.completed >= last.value, "WAIT returned with completed " + std::to_string(w.completed));
   expect(dev.poll(last), "fence page does not show fence " + std::to_string(last.value));
   w = {};
@@ -187,10 +195,12 @@ std::string check_quota(Session& s) {
       break;
     }
   }
-  expect(err == EDQUOT, "" + std::to_string(bufs.size()) + " allocations succeeded, handle quota is " +
+  expect(err == EDQUOT, "" + std::to_string(bufs.size()) +
+                            " allocations succeeded, handle quota is " +
                             std::to_string(info.handle_quota));
   expect(bufs.size() == info.handle_quota, "EDQUOT after " + std::to_string(bufs.size()) +
-                                               " handles, handle quota is " + std::to_string(info.handle_quota));
+                                               " handles, handle quota is " +
+                                               std::to_string(info.handle_quota));
   bufs.clear();
   const auto after = dev.info();
   expect(after.ctx_mem_used == 0 && after.ctx_handles == 0,
@@ -203,7 +213,8 @@ std::string check_quota(Session& s) {
     expect_errno(dev.try_ioctl(FAKEGPU_IOCTL_ALLOC, &a), EDQUOT, "alloc of mem_quota + 4096 bytes");
     memory = "EDQUOT for " + std::to_string(info.mem_quota / kMiB) + " MiB + 4 KiB";
   }
-  return "EDQUOT after " + std::to_string(info.handle_quota) + " handles, " + memory + ", all returned on free";
+  return "EDQUOT after " + std::to_string(info.handle_quota) + " handles, " + memory +
+         ", all returned on free";
 }
 
 std::string check_bad_handle(Session& s) {
@@ -218,15 +229,18 @@ std::string check_bad_handle(Session& s) {
   const std::uint32_t stale = b.handle();
   b.free();
   f.handle = stale;
-  expect_errno(dev.try_ioctl(FAKEGPU_IOCTL_FREE, &f), ENOENT, "second free of handle " + std::to_string(stale));
+  expect_errno(dev.try_ioctl(FAKEGPU_IOCTL_FREE, &f), ENOENT,
+               "second free of handle " + std::to_string(stale));
   fakegpu_map m{};
   m.handle = stale;
-  expect_errno(dev.try_ioctl(FAKEGPU_IOCTL_MAP, &m), ENOENT, "map of freed handle " + std::to_string(stale));
+  expect_errno(dev.try_ioctl(FAKEGPU_IOCTL_MAP, &m), ENOENT,
+               "map of freed handle " + std::to_string(stale));
   fakegpu_submit sub{};
   sub.job = job::fill(stale, 0, 4096, 1);
   expect_errno(dev.try_ioctl(FAKEGPU_IOCTL_SUBMIT, &sub), ENOENT, "fill job on freed handle");
   Buffer next = dev.alloc(4096);
-  expect(next.handle() != stale, "freed handle " + std::to_string(stale) + " handed out again at once");
+  expect(next.handle() != stale,
+         "freed handle " + std::to_string(stale) + " handed out again at once");
   return "ENOENT for handle 0, unknown, double free, stale map and stale job";
 }
 
@@ -241,13 +255,15 @@ std::string check_isolation(Session& s) {
   m.handle = mine.handle();
   // A fresh context may reuse the number only once it allocates; before that the
   // first context's handle must mean nothing here.
-  expect_errno(two.try_ioctl(FAKEGPU_IOCTL_MAP, &m), ENOENT, "second context maps the first one's handle");
+  expect_errno(two.try_ioctl(FAKEGPU_IOCTL_MAP, &m), ENOENT,
+               "second context maps the first one's handle");
   Buffer theirs = two.alloc(4096);
   Mapping m2 = theirs.map();
   wait_done(two, two.submit(job::fill(theirs.handle(), 0, 4096, 0x22222222)));
   expect_words(m1, 0, 4096, 0x11111111, "first context's buffer after the second one's fill");
   expect_words(m2, 0, 4096, 0x22222222, "second context's buffer");
-  return "handle " + std::to_string(mine.handle()) + " unknown to a second context; buffers independent";
+  return "handle " + std::to_string(mine.handle()) +
+         " unknown to a second context; buffers independent";
 }
 
 std::string check_ring(Session& s) {
@@ -270,13 +286,17 @@ std::string check_ring(Session& s) {
 
   expect_words(md, 0, 64 * 1024, 0xcafef00d, "buffer filled by a ring job");
   std::vector<std::byte> expected(64 * 1024);
-  for (std::size_t o = 0; o < expected.size(); o += 4) std::memcpy(&expected[o], "\x0d\xf0\xfe\xca", 4);
+  for (std::size_t o = 0; o < expected.size(); o += 4)
+    std::memcpy(&expected[o], "\x0d\xf0\xfe\xca", 4);
   const std::uint32_t want = crc32(expected);
-  expect(word_at(mo, 0) == want, "checksum job wrote " + hex(word_at(mo, 0)) + ", want " + hex(want));
+  expect(word_at(mo, 0) == want,
+         "checksum job wrote " + hex(word_at(mo, 0)) + ", want " + hex(want));
   const auto& fp = dev.fence_page();
   expect(fp.errors == errors_before, "driver reports " + std::to_string(fp.errors - errors_before) +
-                                         " failed ring jobs, last error " + errno_name(-fp.last_error));
-  return std::to_string(kNops + 2) + " jobs through the ring with " + std::to_string(ioctls) + " ioctl(s)";
+                                         " failed ring jobs, last error " +
+                                         errno_name(-fp.last_error));
+  return std::to_string(kNops + 2) + " jobs through the ring with " + std::to_string(ioctls) +
+         " ioctl(s)";
 }
 
 std::string check_reset(Session& s) {
@@ -288,10 +308,12 @@ using CheckFn = std::string (*)(Session&);
 
 const std::map<std::string_view, CheckFn>& check_functions() {
   static const std::map<std::string_view, CheckFn> fns{
-      {"open", check_open},   {"info", check_info},         {"alloc", check_alloc},
-      {"map", check_map},     {"fill", check_fill},         {"copy", check_copy},
-      {"checksum", check_checksum}, {"wait", check_wait},   {"quota", check_quota},
-      {"bad-handle", check_bad_handle}, {"isolation", check_isolation}, {"ring", check_ring},
+      {"open", check_open},           {"info", check_info},
+      {"alloc", check_alloc},         {"map", check_map},
+      {"fill", check_fill},           {"copy", check_copy},
+      {"checksum", check_checksum},   {"wait", check_wait},
+      {"quota", check_quota},         {"bad-handle", check_bad_handle},
+      {"isolation", check_isolation}, {"ring", check_ring},
       {"reset", check_reset},
   };
   return fns;

@@ -17,29 +17,31 @@ namespace {
 using namespace fakegpu::client;
 
 void usage(std::FILE* to) {
-  std::fprintf(to,
-               "usage: fakegpu-client [--device PATH|INDEX] [--check NAME[,NAME...]]... [--json] [--list]\n"
-               "\n"
-               "Runs checks against a fakegpu device and stops at the first failure, printing\n"
-               "'FAIL <check>: <step>: <ERRNO> (<message>)'; 'ALL CHECKS PASSED' when none failed.\n"
-               "\n"
-               "  --device PATH|INDEX  the device node, or N for /dev/fakegpuN\n"
-               "                       (default: the first device FAKEGPU_VISIBLE_DEVICES leaves\n"
-               "                       visible, else /dev/fakegpu0)\n"
-               "  --check NAMES        run only these checks (after 'open'); 'reset' runs only\n"
-               "                       when named\n"
-               "  --json               print one JSON object instead of lines\n"
-               "  --list               print the checks and their exit codes\n"
-               "\n"
-               "exit status:\n"
-               "  %d  every check passed\n"
-               "  %d  internal error of the client\n"
-               "  %d  usage error\n"
-               "  %d  FAKEGPU_VISIBLE_DEVICES hides every device\n",
-               kExitPassed, kExitInternal, kExitUsage, kExitNoDevice);
+  std::fprintf(
+      to,
+      "usage: fakegpu-client [--device PATH|INDEX] [--check NAME[,NAME...]]... [--json] [--list]\n"
+      "\n"
+      "Runs checks against a fakegpu device and stops at the first failure, printing\n"
+      "'FAIL <check>: <step>: <ERRNO> (<message>)'; 'ALL CHECKS PASSED' when none failed.\n"
+      "\n"
+      "  --device PATH|INDEX  the device node, or N for /dev/fakegpuN\n"
+      "                       (default: the first device FAKEGPU_VISIBLE_DEVICES leaves\n"
+      "                       visible, else /dev/fakegpu0)\n"
+      "  --check NAMES        run only these checks (after 'open'); 'reset' runs only\n"
+      "                       when named\n"
+      "  --json               print one JSON object instead of lines\n"
+      "  --list               print the checks and their exit codes\n"
+      "\n"
+      "exit status:\n"
+      "  %d  every check passed\n"
+      "  %d  internal error of the client\n"
+      "  %d  usage error\n"
+      "  %d  FAKEGPU_VISIBLE_DEVICES hides every device\n",
+      kExitPassed, kExitInternal, kExitUsage, kExitNoDevice);
   for (const auto& c : kChecks)
-    std::fprintf(to, "  %d  check '%.*s' failed: %.*s%s\n", c.exit_code, static_cast<int>(c.name.size()),
-                 c.name.data(), static_cast<int>(c.what.size()), c.what.data(), c.by_default ? "" : " [only with --check]");
+    std::fprintf(to, "  %d  check '%.*s' failed: %.*s%s\n", c.exit_code,
+                 static_cast<int>(c.name.size()), c.name.data(), static_cast<int>(c.what.size()),
+                 c.what.data(), c.by_default ? "" : " [only with --check]");
 }
 
 std::vector<std::string> split_commas(const std::string& s) {
@@ -93,7 +95,8 @@ int run(int argc, char** argv) {
 
   const Selection sel = select_checks(requested);
   if (!sel.unknown.empty()) {
-    std::fprintf(stderr, "fakegpu-client: unknown check '%s' (see --list)\n", sel.unknown.front().c_str());
+    std::fprintf(stderr, "fakegpu-client: unknown check '%s' (see --list)\n",
+                 sel.unknown.front().c_str());
     return kExitUsage;
   }
 
@@ -106,8 +109,9 @@ int run(int argc, char** argv) {
                               std::getenv("FAKEGPU_VISIBLE_DEVICES") + "'" +
                               (vis.note.empty() ? "" : ", " + vis.note) + ")";
       if (json)
-        std::printf("{\"device\":null,\"passed\":false,\"exit_code\":%d,\"error\":\"%s\",\"checks\":[]}\n", kExitNoDevice,
-                    json_escape(msg).c_str());
+        std::printf(
+            "{\"device\":null,\"passed\":false,\"exit_code\":%d,\"error\":\"%s\",\"checks\":[]}\n",
+            kExitNoDevice, json_escape(msg).c_str());
       else
         std::printf("FAIL open: %s\n", msg.c_str());
       return kExitNoDevice;

@@ -79,11 +79,13 @@ std::string json_escape(std::string_view s) {
 std::string render_json(const std::string& device, const std::vector<Outcome>& outcomes) {
   std::ostringstream out;
   const int status = exit_status(outcomes);
-  out << "{\"device\":\"" << json_escape(device) << "\",\"passed\":" << (status == kExitPassed ? "true" : "false")
+  out << "{\"device\":\"" << json_escape(device)
+      << "\",\"passed\":" << (status == kExitPassed ? "true" : "false")
       << ",\"exit_code\":" << status << ",\"checks\":[";
   bool first = true;
   for (const auto& o : outcomes) {
-    out << (first ? "" : ",") << "{\"name\":\"" << json_escape(o.name) << "\",\"ok\":" << (o.ok ? "true" : "false");
+    out << (first ? "" : ",") << "{\"name\":\"" << json_escape(o.name)
+        << "\",\"ok\":" << (o.ok ? "true" : "false");
     first = false;
     if (o.ok) {
       out << ",\"detail\":\"" << json_escape(o.detail) << "\"}";
@@ -91,8 +93,8 @@ std::string render_json(const std::string& device, const std::vector<Outcome>& o
     }
     out << ",\"step\":\"" << json_escape(o.step) << "\",\"errno\":" << o.err;
     if (o.err)
-      out << ",\"errno_name\":\"" << errno_name(o.err) << "\",\"message\":\"" << json_escape(std::strerror(o.err))
-          << '"';
+      out << ",\"errno_name\":\"" << errno_name(o.err) << "\",\"message\":\""
+          << json_escape(std::strerror(o.err)) << '"';
     out << '}';
   }
   out << "]}\n";

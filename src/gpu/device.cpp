@@ -37,7 +37,8 @@ std::string render(const std::string& step, int err) {
 
 }  // namespace
 
-Error::Error(std::string step, int err) : std::runtime_error(render(step, err)), step_(std::move(step)), code_(err) {}
+Error::Error(std::string step, int err)
+    : std::runtime_error(render(step, err)), step_(std::move(step)), code_(err) {}
 
 std::string errno_name(int err) {
   if (err == 0) return "0";
@@ -45,7 +46,9 @@ std::string errno_name(int err) {
   return "E" + std::to_string(err);
 }
 
-std::uint64_t ioctl_count() noexcept { return g_ioctls.load(std::memory_order_relaxed); }
+std::uint64_t ioctl_count() noexcept {
+  return g_ioctls.load(std::memory_order_relaxed);
+}
 
 // ---- enumeration ----
 
@@ -60,7 +63,8 @@ std::vector<unsigned> present_devices(const std::string& dev_dir) {
     name.remove_prefix(prefix.size());
     unsigned index = 0;
     const auto [ptr, ec] = std::from_chars(name.data(), name.data() + name.size(), index);
-    if (name.empty() || ec != std::errc{} || ptr != name.data() + name.size()) continue;  // fakegpuctl
+    if (name.empty() || ec != std::errc{} || ptr != name.data() + name.size())
+      continue;  // fakegpuctl
     if (index >= FAKEGPU_MAX_DEVICES) continue;
     found.push_back(index);
   }
@@ -82,9 +86,12 @@ std::string device_path(unsigned index, const std::string& dev_dir) {
 // ---- jobs ----
 
 namespace job {
-fakegpu_job nop() { return fakegpu_job{}; }
+fakegpu_job nop() {
+  return fakegpu_job{};
+}
 
-fakegpu_job fill(std::uint32_t dst, std::uint64_t offset, std::uint64_t length, std::uint32_t value) {
+fakegpu_job fill(std::uint32_t dst, std::uint64_t offset, std::uint64_t length,
+                 std::uint32_t value) {
   fakegpu_job j{};
   j.op = FAKEGPU_OP_FILL;
   j.dst_handle = dst;
@@ -163,7 +170,9 @@ const fakegpu_fence_page& Context::fence_page() {
   return *static_cast<const fakegpu_fence_page*>(fence_map_.data());
 }
 
-bool Context::poll(std::uint64_t fence) { return load_acquire(&fence_page().completed) >= fence; }
+bool Context::poll(std::uint64_t fence) {
+  return load_acquire(&fence_page().completed) >= fence;
+}
 
 bool Context::wait(std::uint64_t fence, std::int64_t timeout_ns) {
   if (poll(fence)) return true;
@@ -187,7 +196,9 @@ bool Context::wait(std::uint64_t fence, std::int64_t timeout_ns) {
 // ---- Buffer ----
 
 Buffer::Buffer(Buffer&& other) noexcept
-    : ctx_(std::move(other.ctx_)), handle_(std::exchange(other.handle_, 0)), size_(std::exchange(other.size_, 0)) {}
+    : ctx_(std::move(other.ctx_)),
+      handle_(std::exchange(other.handle_, 0)),
+      size_(std::exchange(other.size_, 0)) {}
 
 Buffer& Buffer::operator=(Buffer&& other) noexcept {
   if (this != &other) {
@@ -246,8 +257,12 @@ Device Device::open_index(unsigned index, const std::string& dev_dir) {
   return open(device_path(index, dev_dir));
 }
 
-const std::string& Device::path() const noexcept { return ctx_->path(); }
-int Device::fd() const noexcept { return ctx_->fd(); }
+const std::string& Device::path() const noexcept {
+  return ctx_->path();
+}
+int Device::fd() const noexcept {
+  return ctx_->fd();
+}
 
 fakegpu_info Device::info() const {
   fakegpu_info i{};
@@ -268,16 +283,23 @@ Fence Device::submit(const fakegpu_job& j) {
   for (;;) {
     const int err = ctx_->ioctl(FAKEGPU_IOCTL_SUBMIT, &s);
     if (err == 0) break;
-    if (err != EBUSY || ctx_->last_fence == 0) throw Error("submit job op " + std::to_string(j.op), err);
+    if (err != EBUSY || ctx_->last_fence == 0)
+      throw Error("submit job op " + std::to_string(j.op), err);
     ctx_->wait(ctx_->last_fence, -1);  // the queue is full: let it drain
   }
   ctx_->last_fence = std::max(ctx_->last_fence, static_cast<std::uint64_t>(s.fence));
   return Fence{s.fence};
 }
 
-bool Device::poll(Fence f) { return ctx_->poll(f.value); }
-bool Device::wait(Fence f, std::int64_t timeout_ns) { return ctx_->wait(f.value, timeout_ns); }
-const fakegpu_fence_page& Device::fence_page() { return ctx_->fence_page(); }
+bool Device::poll(Fence f) {
+  return ctx_->poll(f.value);
+}
+bool Device::wait(Fence f, std::int64_t timeout_ns) {
+  return ctx_->wait(f.value, timeout_ns);
+}
+const fakegpu_fence_page& Device::fence_page() {
+  return ctx_->fence_page();
+}
 
 Ring& Device::ring() {
   if (!ring_) ring_.reset(new Ring(ctx_));
@@ -290,6 +312,8 @@ unsigned Device::reset() {
   return r.reset_count;
 }
 
-int Device::try_ioctl(unsigned long request, void* arg) noexcept { return ctx_->ioctl(request, arg); }
+int Device::try_ioctl(unsigned long request, void* arg) noexcept {
+  return ctx_->ioctl(request, arg);
+}
 
 }  // namespace fakegpu

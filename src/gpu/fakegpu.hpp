@@ -55,7 +55,8 @@ std::string device_path(unsigned index, const std::string& dev_dir = "/dev");
 
 namespace job {
 fakegpu_job nop();
-fakegpu_job fill(std::uint32_t dst, std::uint64_t offset, std::uint64_t length, std::uint32_t value);
+fakegpu_job fill(std::uint32_t dst, std::uint64_t offset, std::uint64_t length,
+                 std::uint32_t value);
 fakegpu_job copy(std::uint32_t dst, std::uint64_t dst_offset, std::uint32_t src,
                  std::uint64_t src_offset, std::uint64_t length);
 // Writes crc32(src[src_offset, +length)) as a u32 at dst[dst_offset].
@@ -82,9 +83,7 @@ class Mapping {
   Mapping& operator=(const Mapping&) = delete;
   ~Mapping();
 
-  std::span<std::byte> bytes() const noexcept {
-    return {static_cast<std::byte*>(addr_), length_};
-  }
+  std::span<std::byte> bytes() const noexcept { return {static_cast<std::byte*>(addr_), length_}; }
   void* data() const noexcept { return addr_; }
   std::size_t size() const noexcept { return length_; }
 

@@ -15,7 +15,8 @@ Ring::Ring(std::shared_ptr<detail::Context> ctx) : ctx_(std::move(ctx)) {
   fakegpu_info info{};
   ctx_->ioctl_or_throw(FAKEGPU_IOCTL_INFO, &info, "info " + ctx_->path());
   if (!ring::valid_size(info.ring_entries) ||
-      info.sq_map_size < FAKEGPU_SQ_ENTRIES_OFFSET + std::uint64_t{info.ring_entries} * sizeof(fakegpu_job))
+      info.sq_map_size <
+          FAKEGPU_SQ_ENTRIES_OFFSET + std::uint64_t{info.ring_entries} * sizeof(fakegpu_job))
     throw Error("ring of " + ctx_->path() + ": driver reports an impossible ring layout", EPROTO);
   void* p = ::mmap(nullptr, info.sq_map_size, PROT_READ | PROT_WRITE, MAP_SHARED, ctx_->fd(),
                    FAKEGPU_MMAP_SQ_OFFSET);
@@ -32,8 +33,9 @@ Ring::Ring(std::shared_ptr<detail::Context> ctx) : ctx_(std::move(ctx)) {
 bool Ring::try_push(const fakegpu_job& j) {
   const std::uint32_t head = detail::load_acquire(&ctrl_->head);
   if (!ring::head_plausible(head, claimed_, tail_, entries_))
-    throw Error("ring of " + ctx_->path() + ": driver reports head " + std::to_string(head) + " with tail " +
-                    std::to_string(tail_) + " and " + std::to_string(claimed_) + " handed over",
+    throw Error("ring of " + ctx_->path() + ": driver reports head " + std::to_string(head) +
+                    " with tail " + std::to_string(tail_) + " and " + std::to_string(claimed_) +
+                    " handed over",
                 EPROTO);
   if (ring::free_slots(head, tail_, entries_) == 0) return false;
   std::memcpy(&slots_[ring::slot(tail_, entries_)], &j, sizeof j);
@@ -49,10 +51,12 @@ void Ring::push(const fakegpu_job& j) {
     // Full, and everything in it is flushed: wait until the oldest batch has been
     // consumed. The driver advances head before it completes an entry's fence, so
     // once the batch's last fence completes, its slots are free.
-    if (batches_.empty()) throw Error("ring of " + ctx_->path() + ": full with nothing in flight", EPROTO);
+    if (batches_.empty())
+      throw Error("ring of " + ctx_->path() + ": full with nothing in flight", EPROTO);
     const Batch oldest = batches_.front();
     batches_.pop_front();
-    ctx_->wait(ring::fence_of(oldest.start, oldest.first_fence, oldest.start + oldest.count - 1), -1);
+    ctx_->wait(ring::fence_of(oldest.start, oldest.first_fence, oldest.start + oldest.count - 1),
+               -1);
   }
 }
 
@@ -67,8 +71,9 @@ Fence Ring::flush() {
     ctx_->last_fence = std::max(ctx_->last_fence, static_cast<std::uint64_t>(db.last_fence));
   }
   // Forget batches the driver has completed, so the queue stays short.
-  while (!batches_.empty() && ctx_->poll(ring::fence_of(batches_.front().start, batches_.front().first_fence,
-                                                        batches_.front().start + batches_.front().count - 1)))
+  while (!batches_.empty() &&
+         ctx_->poll(ring::fence_of(batches_.front().start, batches_.front().first_fence,
+                                   batches_.front().start + batches_.front().count - 1)))
     batches_.pop_front();
   return Fence{last_fence_};
 }

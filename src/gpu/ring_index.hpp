@@ -16,7 +16,9 @@ constexpr bool valid_size(std::uint32_t entries) {
 
 // Entries published and not yet copied out by the driver. Unsigned subtraction
 // is exact across the 2^32 wrap as long as tail - head <= entries.
-constexpr std::uint32_t used(std::uint32_t head, std::uint32_t tail) { return tail - head; }
+constexpr std::uint32_t used(std::uint32_t head, std::uint32_t tail) {
+  return tail - head;
+}
 
 constexpr std::uint32_t free_slots(std::uint32_t head, std::uint32_t tail, std::uint32_t entries) {
   return entries - used(head, tail);
@@ -35,7 +37,8 @@ constexpr bool head_plausible(std::uint32_t head, std::uint32_t claimed, std::ui
 
 // Fence of the entry with counter `index` inside a doorbell batch that accepted
 // `count` entries starting at counter `start` with fence `first_fence`.
-constexpr std::uint64_t fence_of(std::uint32_t start, std::uint64_t first_fence, std::uint32_t index) {
+constexpr std::uint64_t fence_of(std::uint32_t start, std::uint64_t first_fence,
+                                 std::uint32_t index) {
   return first_fence + static_cast<std::uint32_t>(index - start);
 }
 

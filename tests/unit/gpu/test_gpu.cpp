@@ -55,7 +55,8 @@ TEST_CASE("FAKEGPU_VISIBLE_DEVICES stops at the first bad entry, like CUDA", "[v
 
   CHECK(parse_visible_devices("-1", V{0}).devices.empty());
   CHECK(parse_visible_devices("0x1", V{0, 1}).devices.empty());
-  CHECK(parse_visible_devices("1,", V{0, 1}).devices == V{1});  // trailing comma: an empty entry stops it
+  CHECK(parse_visible_devices("1,", V{0, 1}).devices ==
+        V{1});  // trailing comma: an empty entry stops it
   CHECK(parse_visible_devices("99999999999", V{0}).devices.empty());
 }
 
@@ -151,7 +152,8 @@ namespace client = fakegpu::client;
 
 TEST_CASE("client check names and exit codes are distinct", "[client]") {
   std::set<std::string_view> names;
-  std::set<int> codes{client::kExitPassed, client::kExitInternal, client::kExitUsage, client::kExitNoDevice};
+  std::set<int> codes{client::kExitPassed, client::kExitInternal, client::kExitUsage,
+                      client::kExitNoDevice};
   for (const auto& c : client::kChecks) {
     CHECK(names.insert(c.name).second);
     CHECK(codes.insert(c.exit_code).second);
