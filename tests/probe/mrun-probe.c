@@ -27,6 +27,19 @@
  *                    "errno=NAME (message)" and exits 0 or 1
  *   crash            die of SIGSEGV (a real fault, which even a PID 1 dies of)
  *   hold SECS ARG    sleep SECS seconds; ARG is only a marker for ps
+ *   escape-suite HOST_PID HANDLE_PATH [NAME...]
+ *                    try each way out of the container (all, or the NAMEs) and
+ *                    print one line per attempt: "NAME errno=EPERM" when it was
+ *                    refused, "NAME empty" when a read got nothing (a masked
+ *                    file), "NAME ok" when it worked, "NAME skip REASON" when
+ *                    it cannot be tried here; exit 0 if none worked, 1 if
+ *                    some did. HOST_PID: a pid that exists only outside the
+ *                    container (for ptrace); HANDLE_PATH: a directory whose
+ *                    file handle open_by_handle_at tries to reopen. Attempts
+ *                    that change the process (unshare, personality, int 0x80)
+ *                    run in a child. Nothing is ever written to the kernel:
+ *                    the sysctl and sysrq attempts stop at open(O_WRONLY).
+ *   escape-list      the names escape-suite knows, one per line
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -37,12 +50,21 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/personality.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <linux/bpf.h>
+#include <linux/keyctl.h>
+#include <linux/perf_event.h>
+#include <linux/sched.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -473,11 +495,449 @@ static int cmd_hold(int argc, char **argv)
 	return 0;
 }
 
+/* ---- escape-suite ----------------------------------------------------- */
+
+/* Each attempt returns 0 when the kernel let it through, -errno when refused,
+ * or one of these. */
+#define ATTEMPT_EMPTY 1000 /* read returned nothing: a masked file */
+#define ATTEMPT_SKIP 1001  /* cannot be tried here; skip_reason says why */
+
+static const char *skip_reason = "";
+static const char *escape_host_pid = "";
+static const char *escape_handle_path = "/";
+
+static int neg_errno(long rc)
+{
+	return rc < 0 ? -errno : 0;
+}
+
+/* Runs fn in a child (for attempts that would change or kill the probe) and
+ * returns its result, passed back through the exit status. */
+static int in_child(int (*fn)(void))
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		int r = fn();
+		_exit(r == 0 ? 0 : r < 0 ? (-r > 250 ? 250 : -r) : 251);
+	}
+	int status;
+	if (waitpid(pid, &status, 0) < 0)
+		return -errno;
+	if (WIFSIGNALED(status)) {
+		static char reason[64];
+		snprintf(reason, sizeof reason, "the attempt died of signal %d", WTERMSIG(status));
+		skip_reason = reason;
+		return ATTEMPT_SKIP;
+	}
+	int code = WEXITSTATUS(status);
+	return code == 0 ? 0 : code == 251 ? ATTEMPT_SKIP : -code;
+}
+
+static int try_keyctl(void)
+{
+	return neg_errno(syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 1));
+}
+
+static int try_add_key(void)
+{
+	return neg_errno(syscall(SYS_add_key, "user", "mrun-probe", "x", 1, KEY_SPEC_PROCESS_KEYRING));
+}
+
+static int try_request_key(void)
+{
+	long rc = syscall(SYS_request_key, "user", "mrun-probe-absent", NULL, 0);
+	/* ENOKEY means the call itself went through. */
+	return rc < 0 && errno != ENOKEY ? -errno : 0;
+}
+
+#if defined(__x86_64__)
+/* keyctl through the i386 ABI (int 0x80, syscall 288): a filter that only knows
+ * x86_64 numbers would let it through. */
+static int keyctl_i386_child(void)
+{
+	long ret;
+	__asm__ volatile("int $0x80"
+			 : "=a"(ret)
+			 : "a"(288L), "b"(0L), "c"((long)KEY_SPEC_SESSION_KEYRING), "d"(1L)
+			 : "memory");
+	int r = (int)ret;
+	return r < 0 && r > -4096 ? r : 0;
+}
+
+static int try_keyctl_i386(void)
+{
+	return in_child(keyctl_i386_child);
+}
+
+/* keyctl through the x32 ABI (syscall number | 0x40000000). */
+static int keyctl_x32_child(void)
+{
+	return neg_errno(syscall(0x40000000L | 250L, KEYCTL_GET_KEYRING_ID,
+				 KEY_SPEC_SESSION_KEYRING, 1));
+}
+
+static int try_keyctl_x32(void)
+{
+	return in_child(keyctl_x32_child);
+}
+#else
+static int try_keyctl_i386(void)
+{
+	skip_reason = "not x86_64";
+	return ATTEMPT_SKIP;
+}
+
+static int try_keyctl_x32(void)
+{
+	skip_reason = "not x86_64";
+	return ATTEMPT_SKIP;
+}
+#endif
+
+static int try_bpf(void)
+{
+	union bpf_attr attr;
+	memset(&attr, 0, sizeof attr);
+	attr.map_type = BPF_MAP_TYPE_ARRAY;
+	attr.key_size = 4;
+	attr.value_size = 4;
+	attr.max_entries = 1;
+	long fd = syscall(SYS_bpf, BPF_MAP_CREATE, &attr, sizeof attr);
+	if (fd >= 0)
+		close((int)fd);
+	return neg_errno(fd);
+}
+
+static int try_perf_event_open(void)
+{
+	struct perf_event_attr attr;
+	memset(&attr, 0, sizeof attr);
+	attr.size = sizeof attr;
+	attr.type = PERF_TYPE_SOFTWARE;
+	attr.config = PERF_COUNT_SW_TASK_CLOCK;
+	attr.exclude_kernel = 1;
+	attr.exclude_hv = 1;
+	long fd = syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0);
+	if (fd >= 0)
+		close((int)fd);
+	return neg_errno(fd);
+}
+
+/* The "shocker" escape: open a file by its handle, bypassing the mount tree.
+ * Take a real handle of HANDLE_PATH (a host directory bind-mounted in) and
+ * reopen it through its mount fd. */
+static int try_open_by_handle_at(void)
+{
+	struct {
+		struct file_handle fh;
+		unsigned char data[MAX_HANDLE_SZ];
+	} h;
+	memset(&h, 0, sizeof h);
+	h.fh.handle_bytes = MAX_HANDLE_SZ;
+	int mount_id;
+	if (name_to_handle_at(AT_FDCWD, escape_handle_path, &h.fh, &mount_id, 0) < 0) {
+		/* No handle to be had (the filesystem does not export them): use the
+		 * classic one, inode 2 (an ext4 root) with generation 0. */
+		h.fh.handle_bytes = 8;
+		h.fh.handle_type = 1; /* FILEID_INO32_GEN */
+		unsigned int ino_gen[2] = {2, 0};
+		memcpy(h.fh.f_handle, ino_gen, sizeof ino_gen);
+	}
+	int mfd = open(escape_handle_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (mfd < 0) {
+		skip_reason = "cannot open HANDLE_PATH";
+		return ATTEMPT_SKIP;
+	}
+	int fd = open_by_handle_at(mfd, &h.fh, O_RDONLY | O_CLOEXEC);
+	int r = neg_errno(fd);
+	if (fd >= 0)
+		close(fd);
+	close(mfd);
+	return r;
+}
+
+static int mount_fresh(const char *fstype)
+{
+	char dir[64];
+	snprintf(dir, sizeof dir, "/tmp/mrun-probe-%s.%d", fstype, (int)getpid());
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+		skip_reason = "no writable /tmp";
+		return ATTEMPT_SKIP;
+	}
+	int r = neg_errno(mount(fstype, dir, fstype, 0, NULL));
+	if (r == 0)
+		umount2(dir, MNT_DETACH);
+	rmdir(dir);
+	return r;
+}
+
+/* A fresh proc or sysfs shows what the masks hide (/proc/kcore, ...). */
+static int try_mount_proc(void)
+{
+	return mount_fresh("proc");
+}
+
+static int try_mount_sysfs(void)
+{
+	return mount_fresh("sysfs");
+}
+
+/* Lift a mask to see what it hides: the first masked path this kernel has. */
+static int try_umount_mask(void)
+{
+	static const char *const masked[] = {"/proc/kcore", "/proc/keys", "/proc/timer_list",
+					     "/sys/firmware"};
+	for (size_t i = 0; i < sizeof masked / sizeof masked[0]; i++) {
+		if (access(masked[i], F_OK) == 0)
+			return neg_errno(umount2(masked[i], MNT_DETACH));
+	}
+	skip_reason = "none of the masked paths exists on this kernel";
+	return ATTEMPT_SKIP;
+}
+
+static int try_remount_proc_sys(void)
+{
+	return neg_errno(mount(NULL, "/proc/sys", NULL, MS_REMOUNT | MS_BIND, NULL));
+}
+
+/* Opening for writing is the gate; nothing is written, not even on the host. */
+static int open_for_writing(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
+static int try_sysrq(void)
+{
+	return open_for_writing("/proc/sysrq-trigger");
+}
+
+static int try_proc_sys_kernel(void)
+{
+	return open_for_writing("/proc/sys/kernel/core_pattern");
+}
+
+static int read_some(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	char buf[64];
+	ssize_t n = read(fd, buf, sizeof buf);
+	int e = errno;
+	close(fd);
+	return n < 0 ? -e : n == 0 ? ATTEMPT_EMPTY : 0;
+}
+
+static int try_kcore(void)
+{
+	return read_some("/proc/kcore");
+}
+
+/* The host's keys (not namespaced); masked in a container. */
+static int try_proc_keys(void)
+{
+	return read_some("/proc/keys");
+}
+
+static int unshare_userns_child(void)
+{
+	return neg_errno(unshare(CLONE_NEWUSER));
+}
+
+static int try_unshare_userns(void)
+{
+	return in_child(unshare_userns_child);
+}
+
+static int try_clone_userns(void)
+{
+	long pid = syscall(SYS_clone, (unsigned long)(CLONE_NEWUSER | SIGCHLD), 0L, 0L, 0L, 0L);
+	if (pid == 0)
+		_exit(0);
+	if (pid < 0)
+		return -errno;
+	waitpid((pid_t)pid, NULL, 0);
+	return 0;
+}
+
+static int try_clone3_userns(void)
+{
+	struct clone_args args;
+	memset(&args, 0, sizeof args);
+	args.flags = CLONE_NEWUSER;
+	args.exit_signal = SIGCHLD;
+	long pid = syscall(SYS_clone3, &args, sizeof args);
+	if (pid == 0)
+		_exit(0);
+	if (pid < 0)
+		return -errno;
+	waitpid((pid_t)pid, NULL, 0);
+	return 0;
+}
+
+static int try_ptrace(void)
+{
+	long pid = atol(escape_host_pid);
+	if (pid <= 0) {
+		skip_reason = "no HOST_PID given";
+		return ATTEMPT_SKIP;
+	}
+	/* PTRACE_SEIZE, not ATTACH: if it works (on the host) it must not stop
+	 * the target; the probe's exit detaches it. */
+	long rc = ptrace(PTRACE_SEIZE, (pid_t)pid, NULL, NULL);
+	return neg_errno(rc);
+}
+
+static int try_init_module(void)
+{
+	static const char image[16];
+	return neg_errno(syscall(SYS_init_module, image, sizeof image, ""));
+}
+
+static int try_finit_module(void)
+{
+	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return fail("finit_module: open /proc/self/exe: %s", strerror(errno)), ATTEMPT_SKIP;
+	int r = neg_errno(syscall(SYS_finit_module, fd, "", 0));
+	close(fd);
+	return r;
+}
+
+static int try_delete_module(void)
+{
+	return neg_errno(syscall(SYS_delete_module, "mrun_probe_absent", O_NONBLOCK));
+}
+
+/* Invalid flags: the kernel checks permission first, then refuses the flags
+ * with EINVAL, so even a privileged caller changes nothing. */
+static int try_kexec_load(void)
+{
+	return neg_errno(syscall(SYS_kexec_load, 0UL, 0UL, NULL, 0x80000000UL));
+}
+
+static int try_kexec_file_load(void)
+{
+	return neg_errno(syscall(SYS_kexec_file_load, -1, -1, 0UL, "", 0x80000000UL));
+}
+
+static int personality_child(void)
+{
+	return neg_errno(personality(PER_BSD));
+}
+
+static int try_personality(void)
+{
+	return in_child(personality_child);
+}
+
+static int try_userfaultfd(void)
+{
+	/* UFFD_USER_MODE_ONLY (1): allowed unprivileged even with
+	 * vm.unprivileged_userfaultfd=0, so only a filter stops it. */
+	long fd = syscall(SYS_userfaultfd, O_CLOEXEC | 1);
+	if (fd >= 0)
+		close((int)fd);
+	return neg_errno(fd);
+}
+
+static const struct {
+	const char *name;
+	int (*fn)(void);
+} attempts[] = {
+	{"keyctl", try_keyctl},
+	{"add_key", try_add_key},
+	{"request_key", try_request_key},
+	{"keyctl_i386", try_keyctl_i386},
+	{"keyctl_x32", try_keyctl_x32},
+	{"bpf", try_bpf},
+	{"perf_event_open", try_perf_event_open},
+	{"open_by_handle_at", try_open_by_handle_at},
+	{"mount_proc", try_mount_proc},
+	{"mount_sysfs", try_mount_sysfs},
+	{"umount_mask", try_umount_mask},
+	{"remount_proc_sys", try_remount_proc_sys},
+	{"sysrq_trigger", try_sysrq},
+	{"proc_sys_kernel", try_proc_sys_kernel},
+	{"kcore", try_kcore},
+	{"proc_keys", try_proc_keys},
+	{"unshare_userns", try_unshare_userns},
+	{"clone_userns", try_clone_userns},
+	{"clone3_userns", try_clone3_userns},
+	{"ptrace_host", try_ptrace},
+	{"init_module", try_init_module},
+	{"finit_module", try_finit_module},
+	{"delete_module", try_delete_module},
+	{"kexec_load", try_kexec_load},
+	{"kexec_file_load", try_kexec_file_load},
+	{"personality", try_personality},
+	{"userfaultfd", try_userfaultfd},
+};
+
+static int run_attempt(size_t i)
+{
+	skip_reason = "";
+	errno = 0;
+	int r = attempts[i].fn();
+	const char *name = attempts[i].name;
+	if (r == 0) {
+		printf("%s ok\n", name);
+		return 1;
+	}
+	if (r == ATTEMPT_EMPTY)
+		printf("%s empty\n", name);
+	else if (r == ATTEMPT_SKIP)
+		printf("%s skip %s\n", name, skip_reason);
+	else {
+		const char *e = strerrorname_np(-r);
+		printf("%s errno=%s\n", name, e ? e : "unknown");
+	}
+	return 0;
+}
+
+static int cmd_escape_suite(int argc, char **argv)
+{
+	if (argc < 2)
+		return fail("usage: escape-suite HOST_PID HANDLE_PATH [NAME...]");
+	escape_host_pid = argv[0];
+	escape_handle_path = argv[1];
+	size_t n = sizeof attempts / sizeof attempts[0];
+	int worked = 0;
+	if (argc == 2) {
+		for (size_t i = 0; i < n; i++)
+			worked += run_attempt(i);
+		return worked ? 1 : 0;
+	}
+	for (int a = 2; a < argc; a++) {
+		size_t i = 0;
+		while (i < n && strcmp(attempts[i].name, argv[a]))
+			i++;
+		if (i == n)
+			return fail("escape-suite: unknown attempt %s (see escape-list)", argv[a]);
+		worked += run_attempt(i);
+	}
+	return worked ? 1 : 0;
+}
+
+static int cmd_escape_list(void)
+{
+	for (size_t i = 0; i < sizeof attempts / sizeof attempts[0]; i++)
+		printf("%s\n", attempts[i].name);
+	return 0;
+}
+
 static void usage(void)
 {
 	fputs("usage: mrun-probe escape DEV:INO | ids | sigwait [SECS] | zombie [N] | procs |\n"
 	      "       stat PATH | fds | tty | ifaces | loopback | write PATH | crash |\n"
-	      "       hold SECS [MARKER]\n",
+	      "       hold SECS [MARKER] | escape-suite HOST_PID HANDLE_PATH [NAME...] |\n"
+	      "       escape-list\n",
 	      stderr);
 }
 
@@ -517,6 +977,10 @@ int main(int argc, char **argv)
 		return cmd_crash();
 	if (!strcmp(cmd, "hold"))
 		return cmd_hold(rest_argc, rest);
+	if (!strcmp(cmd, "escape-suite"))
+		return cmd_escape_suite(rest_argc, rest);
+	if (!strcmp(cmd, "escape-list"))
+		return cmd_escape_list();
 	usage();
 	return 2;
 }
