@@ -52,8 +52,10 @@ chmod 0755 "$stage"
 mkdir -p "$stage/bin" "$stage/out"
 install -m 0755 "$mrun_bin" "$probe_bin" "$stage/bin/"
 cp -r "$here" "$stage/integration"
+# policy/ for test_isolation.py (mrun itself uses the copy compiled into it).
+cp -r "$repo/policy" "$stage/policy"
 rm -rf "$stage/integration/__pycache__"
-chmod -R a+rX "$stage/bin" "$stage/integration"
+chmod -R a+rX "$stage/bin" "$stage/integration" "$stage/policy"
 mkdir -p "$results"
 
 path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -71,14 +73,14 @@ run_mode() {
     # XDG_RUNTIME_DIR is left unset, as in CI: mrun must use /tmp/mrun-<uid>
     # (the suite itself also runs a case with it set).
     (cd "$stage" && runuser -u "$user" -- env -i HOME="$home" PATH="$path" LANG=C.UTF-8 \
-      MRUN="$stage/bin/mrun" MRUN_PROBE="$stage/bin/mrun-probe" \
+      MRUN="$stage/bin/mrun" MRUN_PROBE="$stage/bin/mrun-probe" MRUN_IT_POLICY_DIR="$stage/policy" \
       /usr/bin/python3 -m pytest "${common[@]}" --basetemp="$basetemp/pytest" \
       --junitxml="$out" -o junit_suite_name=integration-rootless "$stage/integration" "$@")
     rc=$?
   else
     install -d -m 0755 "$stage/tmp-$mode"
     (cd "$stage" && env -i HOME=/root PATH="$path" LANG=C.UTF-8 \
-      MRUN="$stage/bin/mrun" MRUN_PROBE="$stage/bin/mrun-probe" \
+      MRUN="$stage/bin/mrun" MRUN_PROBE="$stage/bin/mrun-probe" MRUN_IT_POLICY_DIR="$stage/policy" \
       /usr/bin/python3 -m pytest "${common[@]}" --basetemp="$basetemp/pytest" \
       --junitxml="$out" -o junit_suite_name=integration-rootful "$stage/integration" "$@")
     rc=$?
