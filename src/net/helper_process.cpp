@@ -66,12 +66,13 @@ void HelperProcess::stop() noexcept {
   }
   std::lock_guard lock(mutex_);
   if (reaped_ || !process_.pidfd) return;
-  // slirp4netns quits on EOF of its exit fd (and unlinks its API socket); pasta has no
-  // such fd and quits on SIGTERM.
+  // slirp4netns quits on EOF of its exit fd (and unlinks its API socket). pasta has no
+  // such fd, and 0.0~git20230309 lets SIGTERM wait for the grace period below (2 s per
+  // container exit, measured); it keeps no state worth a clean exit, so it gets SIGKILL.
   if (exit_fd_) {
     exit_fd_.reset();
   } else {
-    sys::pidfd_send_signal(process_.pidfd.get(), SIGTERM);
+    sys::pidfd_send_signal(process_.pidfd.get(), SIGKILL);
   }
   struct pollfd p {
     process_.pidfd.get(), POLLIN, 0

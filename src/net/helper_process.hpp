@@ -35,7 +35,7 @@ class HelperProcess {
   // reaped at once (no zombie) and mrun says so on stderr, since the container has
   // silently lost its network otherwise.
   void watch(const Logger& log);
-  // Asks the helper to quit (exit fd, else SIGTERM), SIGKILLs it after a grace period,
+  // Asks the helper to quit (exit fd, else SIGKILL), SIGKILLs it after a grace period,
   // and reaps it. Idempotent; never throws.
   void stop() noexcept;
 
