@@ -97,10 +97,16 @@ def test_hostname_option(mrun, rootfs, name):
 
 
 def test_hostname_change_inside_does_not_reach_host(mrun, rootfs, name):
+    """Container root may or may not keep CAP_SYS_ADMIN (podman's default set
+    drops it, so sethostname fails with EPERM); either way the host's
+    hostname must not change."""
     before = os.uname().nodename
-    r = M.run_sh(mrun, rootfs, "hostname changed-inside && hostname", name=name)
-    M.assert_rc(r)
-    assert r.out.strip() == "changed-inside", r
+    r = M.run_sh(mrun, rootfs, "hostname changed-inside; echo rc=$?; hostname", name=name)
+    assert r.lines[:1] in (["rc=0"], ["rc=1"]), r
+    if r.lines[0] == "rc=0":
+        assert r.lines[1] == "changed-inside", r
+    else:
+        assert "Operation not permitted" in r.err, r
     assert os.uname().nodename == before, "the host's hostname changed"
 
 
