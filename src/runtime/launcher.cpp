@@ -174,8 +174,9 @@ LaunchSpec make_launch_spec(const ContainerConfig& config, const PrivilegeModel&
   spec.may_setgroups = !privilege.new_user_namespace || ids.kind == userns::MapKind::subordinate;
   // Parsed and compiled here, before clone: a bad profile or capability name fails with
   // 125 and nothing started; the child only applies the result.
-  spec.security = security::prepare_security_plan(config.security, config.user.uid,
-                                                  privilege.host_capabilities, ctx.log);
+  spec.security =
+      security::prepare_security_plan(config.security, config.user.uid, privilege.host_capabilities,
+                                      ctx.log, ctx.data_root + "/cache/seccomp");
 
   mount::MountPlanInput input;
   input.user_namespace = privilege.new_user_namespace;

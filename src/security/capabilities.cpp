@@ -161,6 +161,21 @@ void keep_capabilities_across_setuid() {
   if (::prctl(PR_SET_KEEPCAPS, 1L, 0L, 0L, 0L) != 0) throw_errno("prctl(PR_SET_KEEPCAPS)");
 }
 
+CapMask permitted_capabilities() {
+  cap_t caps = cap_get_proc();
+  if (caps == nullptr) throw_errno("read the process's capabilities");
+  CapMask mask = 0;
+  for (int cap = 0; cap < 64 && CAP_IS_SUPPORTED(cap); ++cap) {
+    cap_flag_value_t value = CAP_CLEAR;
+    if (cap_get_flag(caps, static_cast<cap_value_t>(cap), CAP_PERMITTED, &value) == 0 &&
+        value == CAP_SET) {
+      mask |= cap_bit(cap);
+    }
+  }
+  cap_free(caps);
+  return mask;
+}
+
 void set_process_capabilities(const CapabilityPlan& plan, CapMask extra) {
   cap_t caps = cap_init();  // all clear
   if (caps == nullptr) throw_errno("cap_init");
@@ -181,7 +196,13 @@ void set_process_capabilities(const CapabilityPlan& plan, CapMask extra) {
   int rc = cap_set_proc(caps);
   int err = errno;
   cap_free(caps);
-  if (rc != 0) throw_errno(err, "set the container's capabilities (capset)");
+  if (rc != 0) {
+    throw_errno(
+        err,
+        "set the container's capabilities (capset) to " + capability_list(plan.effective | extra),
+        "mrun can only give what it holds itself: compare with the CapPrm of its "
+        "own /proc/self/status (rootful), or drop the --cap-add");
+  }
   // The ambient set survives execve for non-setuid programs: start from empty, then
   // raise only what the plan gives (a non-root user's --cap-add).
   if (cap_reset_ambient() != 0 && errno != EINVAL) throw_errno("clear the ambient capability set");

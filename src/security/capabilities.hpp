@@ -71,6 +71,8 @@ void drop_bounding_set(const CapabilityPlan& plan, int last_cap);
 // Before setresuid to a non-root uid: keep the permitted set across the uid change
 // (PR_SET_KEEPCAPS), so that the capabilities a non-root user was given can be set.
 void keep_capabilities_across_setuid();
+// The calling process's permitted set.
+CapMask permitted_capabilities();
 // Sets effective, permitted and inheritable to the plan (plus `extra` in effective and
 // permitted), clears the ambient set and raises plan.ambient.
 void set_process_capabilities(const CapabilityPlan& plan, CapMask extra = 0);

@@ -36,6 +36,9 @@ struct SecurityPlan {
   int last_cap = 40;
   bool root_user = true;
   bool no_new_privileges = true;
+  // --privileged: "every capability" means every one the setup process holds (a rootful
+  // mrun may itself run with a reduced bounding set), so the sets are cut to those.
+  bool privileged = false;
   std::optional<CompiledSeccomp> seccomp;  // nullopt: unconfined
   std::string seccomp_origin;              // "built-in default.json", a path, "unconfined"
   // Without no_new_privs the kernel only lets a holder of CAP_SYS_ADMIN load a filter,
@@ -46,11 +49,13 @@ struct SecurityPlan {
 // Parses and compiles everything; throws mrun::Error (exit 125) on a bad profile, an
 // unknown capability or an unreadable file. `host_capabilities`: the container's
 // capabilities count in the host's user namespace (rootful without --userns single).
-SecurityPlan prepare_security_plan(const SecurityOptions& options, uid_t container_uid,
-                                   bool host_capabilities, const Logger& log);
+// `cache_dir`: where compiled programs are cached (seccomp_cache.hpp); "" for none.
 SecurityPlan prepare_security_plan(const SecurityOptions& options, uid_t container_uid,
                                    bool host_capabilities, const Logger& log,
-                                   const PolicyText& policy);
+                                   const std::string& cache_dir = {});
+SecurityPlan prepare_security_plan(const SecurityOptions& options, uid_t container_uid,
+                                   bool host_capabilities, const Logger& log,
+                                   const PolicyText& policy, const std::string& cache_dir);
 
 // ---- applied in the container ---------------------------------------------------------
 // Before the uid/gid switch: bounding set, and PR_SET_KEEPCAPS for a non-root user.

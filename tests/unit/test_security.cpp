@@ -3,18 +3,22 @@
 // no_new_privs is enough to load a filter).
 #include <linux/capability.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <string>
 
 #include "base/error.hpp"
 #include "base/log.hpp"
 #include "security/capabilities.hpp"
+#include "security/seccomp_cache.hpp"
 #include "security/seccomp_compile.hpp"
 #include "security/seccomp_profile.hpp"
 #include "security/security_options.hpp"
@@ -305,4 +309,42 @@ TEST_CASE("security plan: unconfined, privileged, bad profile path", "[security]
   o.seccomp_profile = "/nonexistent/mrun-profile.json";
   CHECK_THAT(error_of([&] { prepare_security_plan(o, 0, false, quiet); }),
              Catch::Contains("/nonexistent/mrun-profile.json"));
+}
+
+TEST_CASE("seccomp cache: reused only for the exact same key, never from a foreign file",
+          "[security]") {
+  Logger quiet;
+  char tmpl[] = "/tmp/mrun-unit-cache.XXXXXX";
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  const std::string dir = std::string(tmpl) + "/seccomp";
+  auto policy = default_policy();
+  SeccompTarget target;
+  target.capabilities = default_caps();
+  target.kernel_release = "6.1.0";
+  auto filter = compile_seccomp(parse_seccomp_profile(policy.profile_json, "default"), target);
+  const std::string key = seccomp_cache_key(policy.profile_json, target);
+
+  CHECK_FALSE(load_cached_seccomp(dir, key, quiet));
+  store_cached_seccomp(dir, key, filter, quiet);
+  auto cached = load_cached_seccomp(dir, key, quiet);
+  REQUIRE(cached);
+  CHECK(cached->program.size() == filter.program.size());
+  CHECK(std::memcmp(cached->program.data(), filter.program.data(),
+                    filter.program.size() * sizeof(sock_filter)) == 0);
+  CHECK(cached->architectures == filter.architectures);
+  CHECK(errno_under(*cached, call_keyctl) == EPERM);
+
+  // Another capability set or profile text is another key.
+  SeccompTarget other = target;
+  other.capabilities |= cap_bit(CAP_SYS_ADMIN);
+  CHECK_FALSE(load_cached_seccomp(dir, seccomp_cache_key(policy.profile_json, other), quiet));
+  CHECK_FALSE(
+      load_cached_seccomp(dir, seccomp_cache_key(policy.profile_json + " ", target), quiet));
+
+  // A cache directory others may write to is not trusted.
+  REQUIRE(::chmod(dir.c_str(), 0777) == 0);
+  CHECK_FALSE(load_cached_seccomp(dir, key, quiet));
+  REQUIRE(::chmod(dir.c_str(), 0700) == 0);
+  CHECK(load_cached_seccomp(dir, key, quiet));
+  CHECK(std::system(("rm -rf " + std::string(tmpl)).c_str()) == 0);
 }
