@@ -62,9 +62,11 @@ userns::IdMapPlan plan_ids(const ContainerConfig& config, const PrivilegeModel& 
 
 // Claims the name under the state lock. A leftover of a killed mrun with the same name
 // is cleaned up first; a live or stopped container keeps its name.
-void claim_name(const StateStore& store, const Context& ctx, const std::string& name) {
+void claim_name(const StateStore& store, const Context& ctx, const ContainerState& state) {
+  const std::string& name = state.name;
   StateLock lock(store.root());
-  if (store.claim(name)) return;
+  store.sweep_scratch();
+  if (store.claim(state)) return;
   auto existing = store.read(name);
   bool leftover = !existing || (existing->status != Status::stopped &&
                                 effective_status(*existing) == Status::stopped);
@@ -72,7 +74,7 @@ void claim_name(const StateStore& store, const Context& ctx, const std::string& 
     ctx.log.debug("removing leftover of a killed mrun for container " + name);
     if (existing) remove_storage(ctx, existing->storage_dir, existing->subordinate_ids);
     store.remove(name);
-    if (store.claim(name)) return;
+    if (store.claim(state)) return;
   }
   throw Error("container name \"" + name + "\" is already in use", EEXIST,
               "choose another --name, or remove it with `mrun delete " + name + "`");
@@ -263,20 +265,7 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   sweep_leftovers(ctx);
 
   // 1. Claim the name; from here on, any failure removes what was made.
-  claim_name(store, ctx, config.name);
   const std::string storage = storage_dir_for(ctx, config.name);
-  bool subordinate = false;
-  auto cleanup = [&] {
-    StateLock lock(store.root());
-    try {
-      remove_storage(ctx, storage, subordinate);
-    } catch (const Error& e) {
-      ctx.log.warn(e.what());
-    }
-    store.remove(config.name);
-  };
-  ScopeGuard undo_claim(cleanup);
-
   ContainerState state;
   state.name = config.name;
   state.monitor_pid = ::getpid();
@@ -288,7 +277,18 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   state.remove_on_exit = config.remove_on_exit;
   state.detached = config.detach;
   state.rootless = !privilege.rootful;
-  store.write(state);
+  claim_name(store, ctx, state);
+  bool subordinate = false;
+  auto cleanup = [&] {
+    StateLock lock(store.root());
+    try {
+      remove_storage(ctx, storage, subordinate);
+    } catch (const Error& e) {
+      ctx.log.warn(e.what());
+    }
+    store.remove(config.name);
+  };
+  ScopeGuard undo_claim(cleanup);
   if (hooks.on_claimed) hooks.on_claimed(store.dir_of(config.name));
 
   // 2. Plan: id maps, storage, mounts.

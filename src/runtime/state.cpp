@@ -6,7 +6,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <signal.h>
+#include <stdio.h>
+
 #include <cerrno>
+#include <cstring>
 #include <ctime>
 #include <nlohmann/json.hpp>
 
@@ -117,10 +121,45 @@ void StateStore::ensure_root() const {
   }
 }
 
-bool StateStore::claim(const std::string& name) const {
-  if (::mkdir(dir_of(name).c_str(), 0700) == 0) return true;
-  if (errno == EEXIST) return false;
-  throw_errno("create state directory " + dir_of(name), "pass a writable --root DIR");
+namespace {
+constexpr const char* scratch_prefix = ".claim-";
+}
+
+bool StateStore::claim(const ContainerState& state) const {
+  const std::string scratch =
+      root_ + "/" + scratch_prefix + std::to_string(::getpid()) + "-" + state.name;
+  sys::remove_tree(scratch);
+  if (::mkdir(scratch.c_str(), 0700) != 0) {
+    throw_errno("create state directory in " + root_, "pass a writable --root DIR");
+  }
+  try {
+    sys::write_file_atomic(scratch + "/state.json", state_to_json(state));
+  } catch (...) {
+    sys::remove_tree(scratch);
+    throw;
+  }
+  if (::renameat2(AT_FDCWD, scratch.c_str(), AT_FDCWD, dir_of(state.name).c_str(),
+                  RENAME_NOREPLACE) == 0) {
+    return true;
+  }
+  int err = errno;
+  sys::remove_tree(scratch);
+  if (err == EEXIST || err == ENOTEMPTY) return false;
+  throw_errno(err, "create state directory " + dir_of(state.name), "pass a writable --root DIR");
+}
+
+void StateStore::sweep_scratch() const {
+  DIR* dir = ::opendir(root_.c_str());
+  if (dir == nullptr) return;
+  std::vector<std::string> dead;
+  while (struct dirent* entry = ::readdir(dir)) {
+    std::string name = entry->d_name;
+    if (name.rfind(scratch_prefix, 0) != 0) continue;
+    pid_t pid = static_cast<pid_t>(std::atoi(name.c_str() + std::strlen(scratch_prefix)));
+    if (pid <= 0 || ::kill(pid, 0) != 0) dead.push_back(root_ + "/" + name);
+  }
+  ::closedir(dir);
+  for (const auto& path : dead) sys::remove_tree(path);
 }
 
 void StateStore::write(const ContainerState& state) const {
@@ -143,7 +182,7 @@ std::vector<ContainerState> StateStore::list() const {
   if (dir == nullptr) return states;
   while (struct dirent* entry = ::readdir(dir)) {
     std::string name = entry->d_name;
-    if (name == "." || name == ".." || entry->d_type != DT_DIR) continue;
+    if (name.empty() || name[0] == '.' || entry->d_type != DT_DIR) continue;
     if (auto state = read(name)) states.push_back(*state);
   }
   ::closedir(dir);

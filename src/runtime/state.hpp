@@ -60,9 +60,14 @@ class StateStore {
 
   // Creates <root> (private) if needed; throws a clear error when it is not writable.
   void ensure_root() const;
-  // Claims a name: mkdir of its directory is the atomic test-and-set. Call under lock.
-  // Returns false when the name is taken.
-  bool claim(const std::string& name) const;
+  // Claims the state's name and records it in one step: the directory is made and
+  // filled under a temporary name, then renamed into place with RENAME_NOREPLACE, so
+  // a container directory never exists without its state.json (an mrun killed halfway
+  // leaves only a dot-named scratch directory, swept by `sweep_scratch`). Call under
+  // the lock. Returns false when the name is taken.
+  bool claim(const ContainerState& state) const;
+  // Removes scratch directories of claims whose mrun died before finishing them.
+  void sweep_scratch() const;
   void write(const ContainerState& state) const;
   std::optional<ContainerState> read(const std::string& name) const;
   std::vector<ContainerState> list() const;

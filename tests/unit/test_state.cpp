@@ -44,14 +44,34 @@ TEST_CASE("the store claims names exclusively and lists what it holds") {
   std::string root = std::string(tmpl) + "/state";
   StateStore store(root);
   store.ensure_root();
-  REQUIRE(store.claim("a"));
-  REQUIRE_FALSE(store.claim("a"));
   ContainerState s;
   s.name = "a";
+  s.command = {"/bin/true"};
+  REQUIRE(store.claim(s));
+  REQUIRE_FALSE(store.claim(s));
+  // Claimed means recorded: the directory never exists without its state.
+  REQUIRE(store.read("a")->command == s.command);
   store.write(s);
   REQUIRE(store.read("a")->name == "a");
   REQUIRE(store.list().size() == 1);
   store.remove("a");
   REQUIRE_FALSE(store.read("a").has_value());
+  REQUIRE(mrun::sys::remove_tree(tmpl));
+}
+
+TEST_CASE("scratch directories of a killed claim are swept, live ones kept") {
+  char tmpl[] = "/tmp/mrun-unit-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  StateStore store(tmpl);
+  // pid 1 is alive (kill(1, 0) may be EPERM for non-root: treated as gone is wrong, so
+  // use our own pid for the live one and an impossible pid for the dead one).
+  std::string live = std::string(tmpl) + "/.claim-" + std::to_string(::getpid()) + "-x";
+  std::string dead = std::string(tmpl) + "/.claim-2147483646-y";
+  REQUIRE(mrun::sys::make_dirs(live));
+  REQUIRE(mrun::sys::make_dirs(dead));
+  store.sweep_scratch();
+  REQUIRE(mrun::sys::exists(live));
+  REQUIRE_FALSE(mrun::sys::exists(dead));
+  REQUIRE(store.list().empty());  // dot-named scratch is never listed
   REQUIRE(mrun::sys::remove_tree(tmpl));
 }
