@@ -243,6 +243,7 @@ void sweep_leftovers(const Context& ctx) {
   StateStore store(ctx.state_root);
   if (!sys::is_dir(store.root())) return;
   StateLock lock(store.root());
+  store.sweep_scratch();
   for (const auto& state : store.list()) {
     if (state.status != Status::stopped && state.remove_on_exit &&
         effective_status(state) == Status::stopped) {
