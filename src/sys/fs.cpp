@@ -35,8 +35,10 @@ void write_file_atomic(const std::string& path, const std::string& content, mode
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
   UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode));
   if (!fd) throw_errno("create " + tmp);
-  if (::write(fd.get(), content.data(), content.size()) != static_cast<ssize_t>(content.size()) ||
-      ::fsync(fd.get()) != 0) {
+  // No fsync: this is runtime state (it lives on tmpfs under $XDG_RUNTIME_DIR and
+  // means nothing after a reboot); rename alone keeps readers from seeing a torn
+  // file, and an fsync per state change cost milliseconds of every container start.
+  if (::write(fd.get(), content.data(), content.size()) != static_cast<ssize_t>(content.size())) {
     int err = errno;
     ::unlink(tmp.c_str());
     throw_errno(err, "write " + tmp);

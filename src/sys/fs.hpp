@@ -10,8 +10,9 @@ namespace mrun::sys {
 
 std::optional<std::string> read_file(const std::string& path);
 void write_file(const std::string& path, const std::string& content);
-// Write to a temporary file in the same directory, fsync, rename over `path`: readers
-// see the old or the new content, never a torn one.
+// Write to a temporary file in the same directory, rename over `path`: readers see
+// the old or the new content, never a torn one. (Not durable across a crash of the
+// machine: meant for runtime state.)
 void write_file_atomic(const std::string& path, const std::string& content, mode_t mode = 0600);
 // mkdir -p; returns true if the last component was created.
 bool make_dirs(const std::string& path, mode_t mode = 0755);
