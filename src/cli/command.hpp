@@ -27,5 +27,6 @@ std::unique_ptr<Command> make_rootfs_command();
 std::unique_ptr<Command> make_list_command();
 std::unique_ptr<Command> make_kill_command();
 std::unique_ptr<Command> make_delete_command();
+std::unique_ptr<Command> make_stats_command();
 
 }  // namespace mrun::cli

@@ -26,6 +26,7 @@ int run_cli(int argc, char** argv) {
   commands.push_back(cli::make_list_command());
   commands.push_back(cli::make_kill_command());
   commands.push_back(cli::make_delete_command());
+  commands.push_back(cli::make_stats_command());
   std::vector<std::pair<CLI::App*, cli::Command*>> registered;
   for (auto& command : commands) registered.emplace_back(command->add_to(app), command.get());
 

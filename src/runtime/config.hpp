@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cgroup/limits.hpp"
 #include "net/publish_spec.hpp"
 
 #include "security/security_options.hpp"
@@ -19,6 +20,8 @@ enum class UsernsMode { automatic, single };
 // none: a private netns with only lo; host: the caller's; slirp4netns/pasta: a private
 // netns connected to the host by that user-mode network helper, run by mrun.
 enum class NetworkMode { none, host, slirp4netns, pasta };
+// enabled: a cgroup v2 leaf when one can be made (required for limits); disabled: none.
+enum class CgroupsMode { enabled, disabled };
 
 struct Volume {
   std::string source;       // host path, absolute
@@ -51,6 +54,9 @@ struct ContainerConfig {
   bool detach = false;
   bool remove_on_exit = false;
   security::SecurityOptions security;  // --security-opt, --cap-add/--cap-drop, --privileged
+  cgroup::Limits limits;               // --memory, --memory-swap, --pids-limit, --cpus
+  CgroupsMode cgroups = CgroupsMode::enabled;
+  std::string cgroup_parent;  // --cgroup-parent, relative to the cgroup2 root; empty: default
 };
 
 std::string to_string(OverlayMode mode);

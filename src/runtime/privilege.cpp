@@ -20,6 +20,7 @@ PrivilegeModel privilege_model_for(uid_t uid, const ContainerConfig* config) {
     model.can_mknod = !model.new_user_namespace;
     model.can_attach_device_filter = true;
     model.host_capabilities = !model.new_user_namespace;
+    model.default_cgroup_parent = "/mrun";
     model.default_state_root = "/run/mrun";
     model.default_data_root = "/var/lib/mrun";
     return model;

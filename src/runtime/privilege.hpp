@@ -28,6 +28,12 @@ struct PrivilegeModel {
   // user namespace): --cap-add and --privileged then grant real host privilege, while
   // rootless they only reach what the container's own user namespace owns.
   bool host_capabilities = false;
+  // Where the container's cgroup goes, relative to the cgroup2 root. Rootful: a
+  // root-owned parent mrun creates ("/mrun": not a systemd-style ".slice" name, so
+  // systemd never mistakes it for one of its units). Rootless: empty, meaning the
+  // nearest subtree delegated to the caller above its own cgroup (systemd
+  // Delegate=yes or a chown by root); an unprivileged user can make cgroups nowhere else.
+  std::string default_cgroup_parent;
   // Where state and container storage live.
   std::string default_state_root;
   std::string default_data_root;

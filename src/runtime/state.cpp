@@ -58,6 +58,7 @@ std::string state_to_json(const ContainerState& s) {
       {"detached", s.detached},
       {"rootless", s.rootless},
       {"subordinate_ids", s.subordinate_ids},
+      {"cgroup", s.cgroup},
   };
   return j.dump(2) + "\n";
 }
@@ -82,6 +83,7 @@ ContainerState state_from_json(const std::string& text) {
   s.detached = j.value("detached", false);
   s.rootless = j.value("rootless", true);
   s.subordinate_ids = j.value("subordinate_ids", false);
+  s.cgroup = j.value("cgroup", "");
   return s;
 }
 

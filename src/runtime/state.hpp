@@ -34,6 +34,7 @@ struct ContainerState {
   bool detached = false;
   bool rootless = true;
   bool subordinate_ids = false;  // the id map used (needed to delete the upper dir)
+  std::string cgroup;            // its cgroup v2 leaf (absolute path), empty: none
 };
 
 std::string state_to_json(const ContainerState& state);
