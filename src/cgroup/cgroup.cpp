@@ -83,6 +83,16 @@ std::optional<std::string> cgroup2_mount_from(const std::string& mountinfo_text)
   return std::nullopt;
 }
 
+bool hybrid_layout_from(const std::string& mountinfo_text) {
+  for (const auto& line : split(mountinfo_text, '\n')) {
+    auto dash = line.find(" - ");
+    if (dash == std::string::npos) continue;
+    auto after = split(line.substr(dash + 3), ' ');
+    if (!after.empty() && after[0] == "cgroup") return true;
+  }
+  return false;
+}
+
 std::optional<std::string> own_cgroup_from(const std::string& proc_cgroup_text) {
   for (const auto& line : split(proc_cgroup_text, '\n')) {
     if (starts_with(line, "0::")) return line.substr(3);
@@ -118,10 +128,9 @@ Plan plan_cgroup(const Request& request, const Paths& paths) {
     }
     return without("--cgroups=disabled", {});
   }
-  std::string mount = paths.mount;
-  if (mount.empty()) {
-    mount = cgroup2_mount_from(sys::read_file(paths.mountinfo).value_or("")).value_or("");
-  }
+  const std::string mountinfo = sys::read_file(paths.mountinfo).value_or("");
+  std::string mount =
+      paths.mount.empty() ? cgroup2_mount_from(mountinfo).value_or("") : paths.mount;
   if (mount.empty()) {
     return without("no cgroup2 filesystem is mounted",
                    "mount cgroup v2 (boot with systemd.unified_cgroup_hierarchy=1)");
@@ -130,12 +139,14 @@ Plan plan_cgroup(const Request& request, const Paths& paths) {
   // A hybrid layout (controllers on v1, an empty v2 at /sys/fs/cgroup/unified): a v2
   // leaf would carry neither limits nor counters, and mrun does not manage v1.
   const std::string root_controllers = read_trimmed(mount + "/cgroup.controllers");
-  if (root_controllers.empty()) {
-    return without("cgroup v2 at " + mount +
-                       " has no controllers (a hybrid cgroup v1/v2 layout: the controllers "
-                       "are on cgroup v1, which mrun does not use)",
-                   "boot with a pure cgroup v2 (systemd.unified_cgroup_hierarchy=1 "
-                   "cgroup_no_v1=all)");
+  if (root_controllers.empty() || hybrid_layout_from(mountinfo)) {
+    return without(
+        "cgroup v2 at " + mount +
+            (root_controllers.empty() ? " has no controllers" : " lacks the controllers") +
+            " (a hybrid cgroup v1/v2 layout: memory, pids and cpu are on cgroup v1, "
+            "which mrun does not use)",
+        "boot with a pure cgroup v2 (systemd.unified_cgroup_hierarchy=1 "
+        "cgroup_no_v1=all)");
   }
   const std::string leaf_name = "mrun-" + request.name;
 
@@ -225,8 +236,10 @@ Leaf Leaf::create(const Plan& plan, const Request& request, const Logger& log) {
         throw Error("the " + controller + " controller is not available in " + dir +
                         " (cgroup.controllers: \"" + available + "\")",
                     0,
-                    "whoever delegated the subtree must enable it in the parent: `echo +" +
-                        controller + " > " + dirname_of(dir) + "/cgroup.subtree_control`");
+                    dir == plan.mount
+                        ? "this kernel has no " + controller + " controller on cgroup v2"
+                        : "whoever delegated the subtree must enable it in the parent: `echo +" +
+                              controller + " > " + dirname_of(dir) + "/cgroup.subtree_control`");
       }
       try {
         sys::write_file(dir + "/cgroup.subtree_control", "+" + controller);

@@ -32,6 +32,8 @@ struct Paths {
 
 // The mount point of the (first) cgroup2 filesystem in a mountinfo text.
 std::optional<std::string> cgroup2_mount_from(const std::string& mountinfo_text);
+// Whether any cgroup v1 hierarchy is mounted (a hybrid or legacy layout).
+bool hybrid_layout_from(const std::string& mountinfo_text);
 // The unified-hierarchy path ("0::/a/b") of a /proc/PID/cgroup text.
 std::optional<std::string> own_cgroup_from(const std::string& proc_cgroup_text);
 // A cgroup directory delegated to `uid`: it and its cgroup.procs and

@@ -10,6 +10,7 @@
 
 #include "base/error.hpp"
 #include "base/strings.hpp"
+#include "cgroup/limits.hpp"
 #include "cli/command.hpp"
 #include "cli/detach.hpp"
 #include "mount/busybox_rootfs.hpp"
@@ -45,7 +46,45 @@ struct RunOptions {
   std::vector<std::string> cap_add;
   std::vector<std::string> cap_drop;
   bool privileged = false;
+  std::string memory;       // --memory SIZE
+  std::string memory_swap;  // --memory-swap SIZE|-1
+  std::string pids_limit;   // --pids-limit N
+  std::string cpus;         // --cpus N
+  std::string cgroup_parent;
+  std::string cgroups = "enabled";
 };
+
+// --memory and friends, checked here so a typo fails before anything starts.
+cgroup::Limits parse_limits(const RunOptions& options) {
+  cgroup::Limits limits;
+  if (!options.memory.empty()) {
+    limits.memory = cgroup::parse_size(options.memory);
+    if (!limits.memory)
+      throw Error("--memory \"" + options.memory + "\" is not a size", EINVAL,
+                  "use bytes or a number with k, m, g (binary units): --memory 100m");
+  }
+  if (!options.memory_swap.empty()) {
+    limits.memory_swap = cgroup::parse_swap(options.memory_swap);
+    if (!limits.memory_swap)
+      throw Error("--memory-swap \"" + options.memory_swap + "\" is not a size", EINVAL,
+                  "use a size (memory plus swap, e.g. 200m) or -1 for unlimited swap");
+  }
+  if (!options.pids_limit.empty()) {
+    auto pids = parse_u64(options.pids_limit);
+    if (!pids || *pids == 0)
+      throw Error("--pids-limit \"" + options.pids_limit + "\" is not a positive number", EINVAL,
+                  "use --pids-limit N with N >= 1");
+    limits.pids = *pids;
+  }
+  if (!options.cpus.empty()) {
+    limits.cpus = cgroup::parse_cpus(options.cpus);
+    if (!limits.cpus)
+      throw Error("--cpus \"" + options.cpus + "\" is not a number of CPUs", EINVAL,
+                  "use a positive number, e.g. --cpus 0.5 or --cpus 2");
+  }
+  cgroup::plan_limit_files(limits);  // throws on an invalid combination
+  return limits;
+}
 
 std::string random_name() {
   unsigned char bytes[4];
@@ -174,6 +213,15 @@ class RunCommand : public Command {
         ->take_all();
     run->add_flag("--privileged", options_.privileged,
                   "every capability of the container's user namespace, no seccomp filter");
+    run->add_option("-m,--memory", options_.memory, "memory limit, e.g. 100m, 1g (memory.max)");
+    run->add_option("--memory-swap", options_.memory_swap,
+                    "memory plus swap limit, or -1 for unlimited swap (memory.swap.max)");
+    run->add_option("--pids-limit", options_.pids_limit, "most processes at once (pids.max)");
+    run->add_option("--cpus", options_.cpus, "CPU time, in CPUs, e.g. 0.5 (cpu.max)");
+    run->add_option("--cgroup-parent", options_.cgroup_parent,
+                    "parent cgroup, relative to the cgroup2 root");
+    run->add_option("--cgroups", options_.cgroups, "enabled|disabled")
+        ->check(CLI::IsMember({"enabled", "disabled"}));
     // ROOTFS, "--" and the command are taken verbatim: options after ROOTFS belong
     // to the command.
     run_ = run;
@@ -232,6 +280,10 @@ class RunCommand : public Command {
       for (const auto& cap : split(list, ',')) config.security.cap_drop.push_back(cap);
     }
     config.security.privileged = options_.privileged;
+    config.limits = parse_limits(options_);
+    config.cgroups = options_.cgroups == "disabled" ? runtime::CgroupsMode::disabled
+                                                    : runtime::CgroupsMode::enabled;
+    config.cgroup_parent = options_.cgroup_parent;
     runtime::validate(config);
     return config;
   }

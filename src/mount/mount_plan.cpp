@@ -94,6 +94,10 @@ std::vector<MountStep> plan_container_mounts(const MountPlanInput& input) {
     sys.fallback_bind = "/sys";
   }
   plan.push_back(sys);
+  if (input.cgroup_mount) {
+    // Read-only, as podman's default: the limits are the host's decision.
+    plan.push_back(fs("/sys/fs/cgroup", "cgroup2", secure | MS_RDONLY, ""));
+  }
 
   for (const auto& path : default_masked_paths()) {
     MountStep mask;

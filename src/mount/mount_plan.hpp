@@ -46,6 +46,9 @@ struct MountPlanInput {
   bool gid5_mapped = true;
   bool own_network_namespace = true;  // fresh sysfs allowed
   bool read_only_root = false;
+  // The container has a cgroup v2 leaf and a cgroup namespace rooted at it: a fresh
+  // cgroup2 at /sys/fs/cgroup then shows the leaf alone, not the host's tree.
+  bool cgroup_mount = false;
   std::vector<VolumeSpec> volumes;
 };
 

@@ -207,6 +207,12 @@ void container_main(const LaunchSpec& spec, const SyncChannel& sync, const Uniqu
     // Its own session: terminal signals reach mrun, which forwards them once.
     ::setsid();
     wait_for_id_maps(sync);
+    // Now inside the leaf (the parent moved us before ids_mapped): a cgroup namespace
+    // made here has the leaf as its root. Needs CAP_SYS_ADMIN in our user namespace,
+    // which we hold as its root once the maps are written.
+    if (spec.own_cgroup && ::unshare(CLONE_NEWCGROUP) != 0) {
+      throw_errno("enter a cgroup namespace rooted at the container's cgroup");
+    }
     drop_host_groups(spec);
     sys::make_rprivate("/");
     mount_rootfs(spec, sync);

@@ -21,6 +21,10 @@ struct LaunchSpec {
   OverlayMode overlay = OverlayMode::automatic;
   std::vector<mount::MountStep> mounts;
   bool may_setgroups = true;  // false when setgroups is denied (single-ID map)
+  // The parent moves the child into its cgroup leaf before ids_mapped; the child then
+  // unshares its cgroup namespace, so that namespace is rooted at the leaf (one made at
+  // clone time would be rooted at mrun's own cgroup).
+  bool own_cgroup = false;
   // Capabilities, no_new_privs and the compiled seccomp program (see security_plan.hpp).
   security::SecurityPlan security;
   Logger log;

@@ -16,6 +16,7 @@
 #include "base/error.hpp"
 #include "base/scope_guard.hpp"
 #include "base/strings.hpp"
+#include "cgroup/cgroup.hpp"
 #include "mount/overlay.hpp"
 #include "net/network.hpp"
 #include "net/network_files.hpp"
@@ -153,8 +154,9 @@ void stop_fuse_overlay(std::optional<sys::SpawnedProcess>& fuse) {
 }
 
 unsigned long long namespace_flags(const LaunchSpec& spec) {
-  unsigned long long flags =
-      CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWCGROUP;
+  unsigned long long flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC;
+  // With a leaf of its own the child unshares its cgroup namespace once moved in.
+  if (!spec.own_cgroup) flags |= CLONE_NEWCGROUP;
   if (spec.privilege.new_user_namespace) flags |= CLONE_NEWUSER;
   if (spec.config.network != NetworkMode::host) flags |= CLONE_NEWNET;
   return flags;
@@ -162,7 +164,7 @@ unsigned long long namespace_flags(const LaunchSpec& spec) {
 
 LaunchSpec make_launch_spec(const ContainerConfig& config, const PrivilegeModel& privilege,
                             const userns::IdMapPlan& ids, const std::string& storage,
-                            const std::optional<net::NetworkFiles>& network_files,
+                            const std::optional<net::NetworkFiles>& network_files, bool own_cgroup,
                             const Context& ctx) {
   LaunchSpec spec;
   spec.config = config;
@@ -174,6 +176,7 @@ LaunchSpec make_launch_spec(const ContainerConfig& config, const PrivilegeModel&
   spec.layers.work = storage + "/work";
   spec.layers.merged = storage + "/merged";
   spec.may_setgroups = !privilege.new_user_namespace || ids.kind == userns::MapKind::subordinate;
+  spec.own_cgroup = own_cgroup;
   // Parsed and compiled here, before clone: a bad profile or capability name fails with
   // 125 and nothing started; the child only applies the result.
   spec.security =
@@ -185,6 +188,7 @@ LaunchSpec make_launch_spec(const ContainerConfig& config, const PrivilegeModel&
   input.gid5_mapped = !privilege.new_user_namespace || userns::map_to_host(ids.gids, 5) >= 0;
   input.own_network_namespace = config.network != NetworkMode::host;
   input.read_only_root = config.read_only;
+  input.cgroup_mount = own_cgroup;
   // Generated files bound over the image's (whose lower layer is never written); before
   // the volumes, so that a user's own -v ...:/etc/hosts wins.
   if (network_files) {
@@ -218,6 +222,18 @@ std::unique_ptr<net::HelperProcess> start_network(const ContainerConfig& config,
   return net::start_slirp4netns(request);
 }
 
+cgroup::Request cgroup_request(const ContainerConfig& config, const PrivilegeModel& privilege) {
+  cgroup::Request request;
+  request.name = config.name;
+  request.limits = config.limits;
+  request.enabled = config.cgroups == CgroupsMode::enabled;
+  request.rootful = privilege.rootful;
+  request.uid = ::getuid();
+  request.parent =
+      config.cgroup_parent.empty() ? privilege.default_cgroup_parent : config.cgroup_parent;
+  return request;
+}
+
 void check_inputs(const ContainerConfig& config) {
   if (!sys::is_dir(config.rootfs)) {
     throw Error("rootfs " + config.rootfs + " is not a directory", ENOENT,
@@ -236,6 +252,7 @@ void remove_container(const Context& ctx, const std::string& name) {
   StateStore store(ctx.state_root);
   auto state = store.read(name);
   if (state) remove_storage(ctx, state->storage_dir, state->subordinate_ids);
+  if (state && !state->cgroup.empty()) cgroup::remove_leaf(state->cgroup);  // mrun was killed
   store.remove(name);
 }
 
@@ -264,6 +281,11 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   StateStore store(ctx.state_root);
   store.ensure_root();
   sweep_leftovers(ctx);
+  // Where its cgroup goes: decided before anything is made, so a limit that cannot be
+  // honoured (no delegated subtree) fails with 125 and leaves nothing behind.
+  const cgroup::Request cgroup_req = cgroup_request(config, privilege);
+  const cgroup::Plan cgroup_plan = cgroup::plan_cgroup(cgroup_req);
+  if (!cgroup_plan.use) ctx.log.debug("no cgroup: " + cgroup_plan.why_not);
 
   // 1. Claim the name; from here on, any failure removes what was made.
   const std::string storage = storage_dir_for(ctx, config.name);
@@ -303,7 +325,14 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
     network_files = net::write_network_files(store.dir_of(config.name),
                                              {config.hostname, config.allow_host_loopback});
   }
-  LaunchSpec spec = make_launch_spec(config, privilege, ids, storage, network_files, ctx);
+  // The leaf, with its limits, before clone: the child must never run unlimited.
+  std::optional<cgroup::Leaf> leaf;
+  if (cgroup_plan.use) {
+    leaf.emplace(cgroup::Leaf::create(cgroup_plan, cgroup_req, ctx.log));
+    state.cgroup = leaf->path();
+  }
+  LaunchSpec spec =
+      make_launch_spec(config, privilege, ids, storage, network_files, leaf.has_value(), ctx);
 
   // 3. Clone the container into its namespaces; it waits for us on the sync socket.
   SignalBlock blocked_signals;
@@ -323,7 +352,9 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   };
   ScopeGuard undo_child(kill_child);
 
-  // 4. Map its ids (rootless: newuidmap/newgidmap) and let it set itself up.
+  // 4. Into its cgroup, map its ids (rootless: newuidmap/newgidmap), and let it set
+  // itself up. The move comes first: the child has not run anything yet.
+  if (leaf) leaf->add_process(child.pid);
   if (privilege.new_user_namespace) userns::apply_id_maps(child.pid, ids);
   // The network comes up now, before the container goes on, so the command never runs
   // without it. Destroyed (stopped) before undo_child kills the container on failure.
@@ -370,6 +401,16 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   int status = supervise(child.pidfd.get(), std::move(pty_master));
   if (network) network->stop();
   stop_fuse_overlay(fuse);
+  if (leaf) {
+    // The kernel's OOM killer sends SIGKILL; say why, as podman's OOMKilled does.
+    if (auto kills = leaf->oom_kills(); kills > 0) {
+      ctx.log.error("container " + config.name + ": the kernel's OOM killer killed " +
+                    std::to_string(kills) + " process(es) at its memory limit (--memory)");
+      status = 128 + SIGKILL;
+    }
+    if (!leaf->remove()) ctx.log.warn("could not remove cgroup " + state.cgroup);
+    state.cgroup.clear();
+  }
 
   // 7. Record the exit (or remove everything with --rm).
   if (config.remove_on_exit) {
