@@ -1,0 +1,246 @@
+#!/bin/bash
+# cgroup.sh - the cgroup v2 limits suite. Runs INSIDE the VM guest, as root
+# (tests/vm/cgroup-suite.sh boots it with tests/vm/run-in-vm.sh).
+#
+#   cgroup.sh --mrun PATH --hog PATH
+#
+# Delegates a subtree to mrun-test as systemd's Delegate=yes does (the
+# directory and its cgroup.procs, cgroup.subtree_control and cgroup.threads
+# chowned to the user; the controllers enabled in the parent, which the
+# harness did at the root), then runs mrun as that user from inside the
+# subtree, as the same user without one, and as root: --memory with the hog
+# (OOM kill, exit 137, oom_kill counted, leaf removed), --pids-limit with a
+# fork bomb, --cpus, the container's own view of /sys/fs/cgroup, `mrun stats`,
+# and the error when nothing is delegated. Prints TAP (docs/DEVELOPING.md)
+# and copies it to $MRUN_VM_OUT/cgroup.tap; exits 1 if any test failed.
+#
+# Containers use --network none (no helper needed) and --overlay none: these
+# tests are about cgroups, and the guest root is an overlay over 9p, where a
+# native overlay upper lacks user xattrs and fuse-overlayfs would add a
+# second or so per container under TCG. The rootfs is never written
+# (--read-only).
+set -u
+
+mrun_src='' hog_src=''
+while (($#)); do
+    case $1 in
+    --mrun) mrun_src=$2 ;;
+    --hog) hog_src=$2 ;;
+    *) echo "cgroup.sh: unknown option $1" >&2; exit 2 ;;
+    esac
+    shift 2
+done
+
+out=${MRUN_VM_OUT:-/tmp}
+tap=$out/cgroup.tap
+: >"$tap"
+user=mrun-test
+cg=/sys/fs/cgroup
+deleg=$cg/user-$user # the subtree delegated to the user
+stage=/tmp/cgroup-test # world-readable copies: mrun-test cannot enter /root
+n=0 failed=0
+
+# ---------------------------------------------------------------- TAP
+emit() { printf '%s\n' "$*" | tee -a "$tap"; }
+diag() { printf '%s\n' "$@" | sed 's/^/# /' | tee -a "$tap"; }
+ok() { n=$((n + 1)); emit "ok $n - $1"; }
+not_ok() {
+    n=$((n + 1)) failed=$((failed + 1))
+    emit "not ok $n - $1"
+    shift
+    (($#)) && diag "$@"
+}
+finish() {
+    emit "1..$n"
+    exit $((failed > 0))
+}
+
+# ---------------------------------------------------------------- who runs mrun
+M=$stage/mrun ROOTFS=$stage/rootfs
+common=(--network none --overlay none --read-only)
+# runuser_in CGROUP CMD...: CMD as mrun-test, started from CGROUP.
+runuser_in() {
+    local where=$1
+    shift
+    # shellcheck disable=SC2016
+    sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$where" \
+        runuser -u "$user" -- env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp/cg-home \
+        XDG_RUNTIME_DIR=/tmp/cg-run XDG_DATA_HOME=/tmp/cg-data "$@"
+}
+as_delegated() { (cd /tmp && runuser_in "$deleg/shell" "$@"); }
+# as_plain CMD...: as mrun-test from the root cgroup: nothing delegated.
+as_plain() { (cd /tmp && runuser_in "$cg" "$@"); }
+as_root() { (cd /tmp && "$@"); }
+
+oom_kills() { awk '$1 == "oom_kill" {print $2}' "$1/memory.events" 2>/dev/null || echo 0; }
+leaves() { find "$1" -mindepth 1 -maxdepth 1 -type d -name 'mrun-*' 2>/dev/null; }
+
+# ---------------------------------------------------------------- setup
+diag "guest kernel $(uname -r), $(nproc) cpus, $(awk '/MemTotal/ {print $2}' /proc/meminfo) kB"
+for f in "$mrun_src" "$hog_src"; do
+    [[ -n $f && -r $f ]] || { not_ok "test inputs present" "missing: '$f'"; finish; }
+done
+id "$user" >/dev/null 2>&1 || { not_ok "user $user exists in the guest"; finish; }
+rm -rf "$stage" /tmp/cg-home /tmp/cg-run /tmp/cg-data
+mkdir -m 0755 "$stage"
+cp "$mrun_src" "$stage/mrun"
+if out_rootfs=$("$M" rootfs busybox "$ROOTFS" 2>&1) && cp "$hog_src" "$ROOTFS/bin/hog"; then
+    chmod -R a+rX "$stage"
+    ok "staged mrun, hog and a busybox rootfs in $stage"
+else
+    not_ok "staged mrun, hog and a busybox rootfs in $stage" "$out_rootfs"
+    finish
+fi
+install -d -m 0700 -o "$user" /tmp/cg-home /tmp/cg-run /tmp/cg-data
+
+# Delegation as systemd's Delegate=yes does it: the parent (the root) enables
+# the controllers; the user gets the directory and the three files that let it
+# make children, move its processes and enable controllers for them. Its own
+# processes live in a child ("shell"), as the kernel refuses controllers in a
+# cgroup that holds processes.
+if mkdir -p "$deleg/shell" &&
+    chown "$user" "$deleg" "$deleg/cgroup.procs" "$deleg/cgroup.subtree_control" "$deleg/cgroup.threads" &&
+    chown -R "$user" "$deleg/shell" &&
+    grep -qw memory "$deleg/cgroup.controllers" && grep -qw pids "$deleg/cgroup.controllers" &&
+    grep -qw cpu "$deleg/cgroup.controllers"; then
+    ok "delegated $deleg to $user (controllers: $(cat "$deleg/cgroup.controllers"))"
+else
+    not_ok "delegated $deleg to $user" "$(ls -l "$deleg" 2>&1)" "$(cat "$cg/cgroup.subtree_control")"
+    finish
+fi
+
+# The OOM killer's report includes a stack dump ("Call Trace"), which the
+# harness rightly treats as kernel trouble. Keep it off the console while the
+# expected OOM kills happen, check that log ourselves for real trouble, then
+# clear the ring buffer so the harness scans only what follows.
+read -r console_level _ </proc/sys/kernel/printk
+dmesg -n 1
+
+# ---------------------------------------------------------------- per user
+# suite WHO RUNNER PARENT: the limit tests as WHO (run through RUNNER), whose
+# leaves go in PARENT.
+suite() {
+    local who=$1 runner=$2 parent=$3 name output rc kills_before kills_after last start
+    name=oom-$who
+    kills_before=$(oom_kills "$parent")
+    [[ -d $parent ]] || kills_before=0
+    start=$SECONDS
+    output=$("$runner" "$M" run --rm --name "$name" "${common[@]}" --memory 100M "$ROOTFS" /bin/hog 200 2>&1)
+    rc=$?
+    last=$(grep -oE '^touched [0-9]+' <<<"$output" | tail -n 1 | awk '{print $2}')
+    if [[ $rc == 137 && -n $last && $last -ge 50 && $last -lt 100 ]] && grep -q "OOM killer" <<<"$output" &&
+        ! grep -q '^done' <<<"$output"; then
+        ok "$who: --memory 100M: hog 200 is OOM-killed after touching $last MB, exit 137, mrun says so ($((SECONDS - start))s)"
+    else
+        not_ok "$who: --memory 100M: hog 200 is OOM-killed near 100 MB with exit 137" "exit $rc, last 'touched' $last" "$(tail -n 5 <<<"$output")"
+    fi
+    kills_after=$(oom_kills "$parent")
+    if ((kills_after > kills_before)); then
+        ok "$who: oom_kill counted in memory.events ($kills_before -> $kills_after in $parent)"
+    else
+        not_ok "$who: oom_kill counted in memory.events" "$parent: $kills_before -> $kills_after"
+    fi
+    if [[ -z $(leaves "$parent") ]]; then
+        ok "$who: leaf cgroup removed after the OOM kill"
+    else
+        not_ok "$who: leaf cgroup removed after the OOM kill" "$(leaves "$parent")"
+    fi
+    output=$("$runner" "$M" run --rm "${common[@]}" "$ROOTFS" /bin/echo alive 2>&1)
+    avail=$(awk '/MemAvailable/ {print int($2 / 1024)}' /proc/meminfo)
+    if [[ $output == alive ]] && ((avail > 300)); then
+        ok "$who: guest healthy after the OOM kill (a container runs; ${avail} MB available)"
+    else
+        not_ok "$who: guest healthy after the OOM kill" "output: $output" "MemAvailable ${avail} MB"
+    fi
+
+    output=$("$runner" "$M" run --rm "${common[@]}" --pids-limit 20 "$ROOTFS" /bin/hog --forks 3 2>&1)
+    rc=$?
+    if [[ $rc == 0 ]] && grep -qx 'pids.current 20' <<<"$output" && grep -qx 'pids.max 20' <<<"$output" &&
+        grep -qE '^fork failures [1-9]' <<<"$output"; then
+        ok "$who: --pids-limit 20 holds a fork bomb at 20 ($(grep '^fork failures' <<<"$output"))"
+    else
+        not_ok "$who: --pids-limit 20 holds a fork bomb at 20" "exit $rc" "$output"
+    fi
+
+    # shellcheck disable=SC2016
+    output=$("$runner" "$M" run --rm "${common[@]}" --cpus 0.5 "$ROOTFS" /bin/sh -c \
+        'cat /sys/fs/cgroup/cpu.max; cat /proc/self/cgroup; ls /sys/fs/cgroup | grep -cE "^(mrun-|user-)"; grep " /sys/fs/cgroup ro," /proc/self/mountinfo | grep -c " - cgroup2 "' 2>&1)
+    rc=$?
+    if [[ $rc == 0 && $(sed -n 1p <<<"$output") == "50000 100000" ]]; then
+        ok "$who: --cpus 0.5 gives cpu.max \"50000 100000\""
+    else
+        not_ok "$who: --cpus 0.5 gives cpu.max \"50000 100000\"" "exit $rc" "$output"
+    fi
+    if [[ $rc == 0 && $(sed -n 2p <<<"$output") == "0::/" && $(sed -n 3p <<<"$output") == 0 && $(sed -n 4p <<<"$output") == 1 ]]; then
+        ok "$who: the container's cgroup namespace is rooted at its leaf; /sys/fs/cgroup (cgroup2, ro) shows only it"
+    else
+        not_ok "$who: the container's cgroup namespace is rooted at its leaf; /sys/fs/cgroup shows only it" "$output"
+    fi
+
+    if output=$("$runner" "$M" run -d --name "stats-$who" "${common[@]}" --memory 64M --pids-limit 50 "$ROOTFS" /bin/sleep 30 2>&1); then
+        output=$("$runner" "$M" stats "stats-$who" 2>&1)
+        json=$("$runner" "$M" stats --format json "stats-$who" 2>&1)
+        if grep -qE "stats-$who +[0-9.]+[KMG]?i?B / 64\.0MiB +[0-9]+ / 50 " <<<"$output" &&
+            grep -q '"memory_max": 67108864' <<<"$json" && grep -qE '"pids_current": [1-9]' <<<"$json"; then
+            ok "$who: mrun stats shows memory.current/max, pids and CPU time"
+        else
+            not_ok "$who: mrun stats shows memory.current/max, pids and CPU time" "$output" "$json"
+        fi
+    else
+        not_ok "$who: mrun stats shows memory.current/max, pids and CPU time" "run -d failed: $output"
+    fi
+    "$runner" "$M" delete -f "stats-$who" >/dev/null 2>&1
+    if [[ -z $(leaves "$parent") ]]; then
+        ok "$who: no leaf left after all runs"
+    else
+        not_ok "$who: no leaf left after all runs" "$(leaves "$parent")"
+    fi
+}
+
+suite rootless as_delegated "$deleg"
+suite rootful as_root "$cg/mrun"
+
+# ---------------------------------------------------------------- not delegated
+before=$(find "$cg" -type d | sort)
+output=$(as_plain "$M" run --name nodeleg "${common[@]}" --memory 100M "$ROOTFS" /bin/true 2>&1)
+rc=$?
+if [[ $rc == 125 ]] && grep -q 'no cgroup v2 subtree is delegated' <<<"$output" && grep -q 'Delegate=yes' <<<"$output" &&
+    grep -q 'chown' <<<"$output"; then
+    ok "not delegated: --memory fails with 125 and says how to delegate"
+else
+    not_ok "not delegated: --memory fails with 125 and says how to delegate" "exit $rc" "$output"
+fi
+after=$(find "$cg" -type d | sort)
+listed=$(as_plain "$M" list -q 2>&1)
+left=$(find /tmp/cg-data /tmp/cg-run -name '*nodeleg*' 2>&1)
+if [[ $before == "$after" && -z $listed && -z $left ]]; then
+    ok "not delegated: nothing left behind (no cgroup, no state, no storage)"
+else
+    not_ok "not delegated: nothing left behind" "list: $listed" "files: $left" "$(diff <(echo "$before") <(echo "$after"))"
+fi
+output=$(as_plain "$M" --debug run --rm "${common[@]}" "$ROOTFS" /bin/echo fine 2>&1)
+rc=$?
+if [[ $rc == 0 ]] && grep -qx fine <<<"$output" && grep -q 'debug: no cgroup: no cgroup v2 subtree is delegated' <<<"$output"; then
+    ok "not delegated, no limits: runs without a cgroup and says so under --debug"
+else
+    not_ok "not delegated, no limits: runs without a cgroup and says so under --debug" "exit $rc" "$output"
+fi
+output=$(as_plain "$M" run --rm "${common[@]}" --cgroups=disabled --pids-limit 5 "$ROOTFS" /bin/true 2>&1)
+if [[ $? == 125 ]] && grep -q 'cgroups=disabled' <<<"$output"; then
+    ok "--cgroups=disabled with a limit is refused (125)"
+else
+    not_ok "--cgroups=disabled with a limit is refused (125)" "$output"
+fi
+
+# ---------------------------------------------------------------- kernel log
+trouble=$(dmesg | grep -aE 'Oops|BUG:|WARNING:|general protection fault|refcount_t|KASAN')
+ooms=$(dmesg | grep -ac 'Memory cgroup out of memory: Killed process .*(hog)')
+dmesg >"$out/cgroup-dmesg.txt"
+if [[ -z $trouble ]] && ((ooms >= 2)); then
+    ok "kernel log: $ooms memory-cgroup OOM kills of the hog and no other trouble"
+else
+    not_ok "kernel log: memory-cgroup OOM kills of the hog and no other trouble" "OOM kills: $ooms" "$trouble"
+fi
+dmesg -C
+dmesg -n "$console_level"
+finish
