@@ -17,6 +17,7 @@ PAGES = [
     ("mrun.1.scd", ["list"]),
     ("mrun.1.scd", ["kill"]),
     ("mrun.1.scd", ["delete"]),
+    ("mrun.1.scd", ["stats"]),
     ("mrun-run.1.scd", ["run"]),
     ("mrun-rootfs.1.scd", ["rootfs", "busybox"]),
 ]
