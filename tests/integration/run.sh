@@ -51,6 +51,8 @@ trap cleanup EXIT
 chmod 0755 "$stage"
 mkdir -p "$stage/bin" "$stage/out"
 install -m 0755 "$mrun_bin" "$probe_bin" "$stage/bin/"
+# hog: test_cgroups.py, where the host has cgroup v2 controllers.
+[ -x "$build/tests/probe/hog" ] && install -m 0755 "$build/tests/probe/hog" "$stage/bin/"
 cp -r "$here" "$stage/integration"
 # policy/ for test_isolation.py (mrun itself uses the copy compiled into it).
 cp -r "$repo/policy" "$stage/policy"
