@@ -82,24 +82,44 @@ SpawnedProcess spawn_program(const std::vector<std::string>& argv, const SpawnOp
   return child;
 }
 
-ProgramResult run_program(const std::vector<std::string>& argv) {
-  int out_fds[2];
-  if (::pipe2(out_fds, O_CLOEXEC) != 0) throw_errno("pipe for " + argv.at(0));
-  UniqueFd out_read(out_fds[0]);
-  UniqueFd out_write(out_fds[1]);
-  SpawnOptions options;
-  options.stdout_fd = out_write.get();
-  options.stderr_fd = out_write.get();
-  SpawnedProcess child = spawn_program(argv, options);
-  out_write.reset();
-  ProgramResult result;
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::read(out_read.get(), buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
-    if (n > 0) result.output.append(buf, static_cast<std::size_t>(n));
+std::vector<ProgramResult> run_programs(const std::vector<std::vector<std::string>>& argvs) {
+  struct Running {
+    UniqueFd output;
+    SpawnedProcess process;
+  };
+  std::vector<Running> running;
+  try {
+    for (const auto& argv : argvs) {
+      int out_fds[2];
+      if (::pipe2(out_fds, O_CLOEXEC) != 0) throw_errno("pipe for " + argv.at(0));
+      UniqueFd out_read(out_fds[0]);
+      UniqueFd out_write(out_fds[1]);
+      SpawnOptions options;
+      options.stdout_fd = out_write.get();
+      options.stderr_fd = out_write.get();
+      SpawnedProcess child = spawn_program(argv, options);
+      running.push_back({std::move(out_read), std::move(child)});
+    }
+  } catch (...) {
+    for (auto& r : running) wait_pidfd(r.process.pidfd.get());
+    throw;
   }
-  result.status = wait_pidfd(child.pidfd.get());
-  return result;
+  std::vector<ProgramResult> results;
+  for (auto& r : running) {
+    ProgramResult result;
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::read(r.output.get(), buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
+      if (n > 0) result.output.append(buf, static_cast<std::size_t>(n));
+    }
+    result.status = wait_pidfd(r.process.pidfd.get());
+    results.push_back(std::move(result));
+  }
+  return results;
+}
+
+ProgramResult run_program(const std::vector<std::string>& argv) {
+  return run_programs({argv}).front();
 }
 
 }  // namespace mrun::sys

@@ -10,28 +10,32 @@
 namespace mrun::userns {
 
 namespace {
-void run_helper(const std::string& program, pid_t pid, const std::vector<IdMapEntry>& entries,
-                const char* file) {
+std::string find_helper(const std::string& program) {
   std::string found = sys::find_in_path(program, std::getenv("PATH") ? std::getenv("PATH") : "");
   if (found.empty()) {
     throw Error(program + " not found in PATH", ENOENT,
                 "install the uidmap package, or run with --userns=single");
   }
-  auto result = sys::run_program(helper_argv(found, pid, entries));
-  if (result.status != 0) {
-    std::string output(trim(result.output));
-    throw Error(program + " failed to write the " + file + " range: " + output, 0,
-                std::string("check the caller's entry in /etc/") + file +
-                    " and that newuidmap/newgidmap are setuid root, or run with --userns=single");
-  }
+  return found;
+}
+
+void check_helper(const sys::ProgramResult& result, const std::string& program, const char* file) {
+  if (result.status == 0) return;
+  std::string output(trim(result.output));
+  throw Error(program + " failed to write the " + file + " range: " + output, 0,
+              std::string("check the caller's entry in /etc/") + file +
+                  " and that newuidmap/newgidmap are setuid root, or run with --userns=single");
 }
 }  // namespace
 
 void apply_id_maps(pid_t pid, const IdMapPlan& plan) {
   const std::string proc = "/proc/" + std::to_string(pid);
   if (plan.kind == MapKind::subordinate) {
-    run_helper("newuidmap", pid, plan.uids, "subuid");
-    run_helper("newgidmap", pid, plan.gids, "subgid");
+    // The two maps are independent files: write them concurrently.
+    auto results = sys::run_programs({helper_argv(find_helper("newuidmap"), pid, plan.uids),
+                                      helper_argv(find_helper("newgidmap"), pid, plan.gids)});
+    check_helper(results[0], "newuidmap", "subuid");
+    check_helper(results[1], "newgidmap", "subgid");
     return;
   }
   try {
