@@ -149,6 +149,12 @@ Plan plan_cgroup(const Request& request, const Paths& paths) {
         "cgroup_no_v1=all)");
   }
   const std::string leaf_name = "mrun-" + request.name;
+  for (const auto& part : split(request.parent, '/')) {
+    if (part == "..") {
+      throw Error("--cgroup-parent " + request.parent + " leaves the cgroup tree", EINVAL,
+                  "give a path below the cgroup2 root, without \"..\"");
+    }
+  }
 
   if (request.rootful) {
     // Root may write anywhere: the parent is created (default: the privilege model's

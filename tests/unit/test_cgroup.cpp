@@ -217,6 +217,8 @@ TEST_CASE("rootful: the leaf goes under the root-owned mrun parent") {
   auto plan = plan_cgroup(r, fs.paths());
   REQUIRE(plan.use);
   REQUIRE(plan.leaf == fs.root + "/mrun/mrun-c2");
+  r.parent = "/mrun/../../etc";
+  REQUIRE_THROWS_WITH(plan_cgroup(r, fs.paths()), Catch::Contains("leaves the cgroup tree"));
 }
 
 TEST_CASE("a hybrid layout or --cgroups=disabled means no cgroup; limits are refused") {
