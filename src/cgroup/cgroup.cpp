@@ -268,6 +268,13 @@ Leaf Leaf::create(const Plan& plan, const Request& request, const Logger& log) {
   Leaf leaf;
   leaf.path_ = plan.leaf;
   for (const auto& [file, value] : files) {
+    // Without swap accounting (CONFIG_MEMCG_SWAP off) there is no memory.swap.max; the
+    // default swap allowance is then moot, but an explicit --memory-swap is an error.
+    if (file == "memory.swap.max" && !request.limits.memory_swap &&
+        !sys::exists(plan.leaf + "/" + file)) {
+      log.debug("cgroup: no memory.swap.max (no swap accounting); --memory alone applies");
+      continue;
+    }
     try {
       sys::write_file(plan.leaf + "/" + file, value);
     } catch (const Error& e) {
