@@ -177,6 +177,16 @@ suite() {
         not_ok "$who: the container's cgroup namespace is rooted at its leaf; /sys/fs/cgroup shows only it" "$output"
     fi
 
+    # The default overlay with a limit: the storage is on the guest's tmpfs; native
+    # overlayfs, or fuse-overlayfs where the kernel refuses it (diagnostic says which).
+    output=$("$runner" "$M" --debug run --rm --network none --memory 64M "$ROOTFS" /bin/sh -c 'echo w >/written && cat /written' 2>&1)
+    rc=$?
+    if [[ $rc == 0 ]] && grep -qx w <<<"$output"; then
+        ok "$who: --overlay auto with --memory: the container writes its rootfs ($(grep -o 'overlay: [a-z]*' <<<"$output" | tail -n 1))"
+    else
+        not_ok "$who: --overlay auto with --memory: the container writes its rootfs" "exit $rc" "$output"
+    fi
+
     if output=$("$runner" "$M" run -d --name "stats-$who" "${common[@]}" --memory 64M --pids-limit 50 "$ROOTFS" /bin/sleep 30 2>&1); then
         output=$("$runner" "$M" stats "stats-$who" 2>&1)
         json=$("$runner" "$M" stats --format json "stats-$who" 2>&1)
