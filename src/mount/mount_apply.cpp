@@ -126,6 +126,31 @@ void apply_read_only(const std::string& root, const MountStep& step) {
   sys::remount_bind_readonly(target);
 }
 
+// Rootful only (the plan has no such step otherwise): a fresh node in the container's
+// /dev. The parent is resolved inside the root like every other target; the leaf is
+// created relative to that directory fd, so a symlink in the image cannot redirect it.
+void apply_device_node(const std::string& root, const MountStep& step) {
+  auto slash = step.target.rfind('/');
+  std::string parent_path = slash == 0 ? "/" : step.target.substr(0, slash);
+  std::string leaf = step.target.substr(slash + 1);
+  std::string parent = resolve_in_root(root, parent_path, true, false);
+  UniqueFd dir(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!dir) throw_errno("open " + parent_path + " in the container");
+  // What the image has there (a node, a file) is replaced, as runc does.
+  if (::unlinkat(dir.get(), leaf.c_str(), 0) != 0 && errno != ENOENT) {
+    throw_errno("remove " + step.target + " to make the device node");
+  }
+  if (::mknodat(dir.get(), leaf.c_str(), S_IFCHR | (step.mode & 07777), step.device) != 0) {
+    throw_errno("mknod " + step.target + " (for " + step.source + ")",
+                "rootless containers cannot mknod; the node is bind-mounted instead");
+  }
+  // The host node's owner and mode (mknod's were cut by the umask).
+  if (::fchownat(dir.get(), leaf.c_str(), step.uid, step.gid, AT_SYMLINK_NOFOLLOW) != 0 ||
+      ::fchmodat(dir.get(), leaf.c_str(), step.mode & 07777, 0) != 0) {
+    throw_errno("set owner and mode of " + step.target);
+  }
+}
+
 void apply_symlink(const std::string& root, const MountStep& step) {
   auto parts = split(step.target, '/');
   std::string parent_path = step.target.substr(0, step.target.rfind('/'));
@@ -147,6 +172,7 @@ void apply_mount_plan(const std::string& root, const std::vector<MountStep>& pla
       case StepKind::mask: apply_mask(root, step); break;
       case StepKind::read_only: apply_read_only(root, step); break;
       case StepKind::symlink: apply_symlink(root, step); break;
+      case StepKind::device_node: apply_device_node(root, step); break;
       case StepKind::root_read_only: sys::remount_bind_readonly(root); break;
     }
   }

@@ -68,6 +68,7 @@ std::vector<MountStep> plan_container_mounts(const MountPlanInput& input) {
     bind.target_is_file = true;
     plan.push_back(bind);
   }
+  plan.insert(plan.end(), input.devices.begin(), input.devices.end());
   std::string devpts_opts = "newinstance,ptmxmode=0666,mode=0620";
   // gid=5 (tty) must exist in the namespace, or the kernel refuses the option.
   if (!input.user_namespace || input.gid5_mapped) devpts_opts += ",gid=5";
@@ -124,6 +125,7 @@ std::vector<MountStep> plan_container_mounts(const MountPlanInput& input) {
     bind.target_is_file = volume.source_is_file;
     plan.push_back(bind);
   }
+  plan.insert(plan.end(), input.injected.begin(), input.injected.end());
 
   if (input.read_only_root) {
     MountStep ro;

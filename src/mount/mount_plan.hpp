@@ -3,6 +3,8 @@
 // new root. Targets are container paths, resolved under the new root at apply time.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 #include <vector>
 
@@ -15,6 +17,7 @@ enum class StepKind {
   read_only,       // bind the path onto itself and remount it read-only
   symlink,         // create a symlink (e.g. /dev/fd -> /proc/self/fd)
   root_read_only,  // remount the root read-only (--read-only), last
+  device_node,     // mknod a character device (rootful only: CAP_MKNOD in the host userns)
 };
 
 struct MountStep {
@@ -31,6 +34,11 @@ struct MountStep {
   // A fresh sysfs needs a network namespace of our own; without it, fall back to a
   // read-only rbind of the host's /sys.
   std::string fallback_bind;
+  // device_node: the host node's device number, permission bits and owner.
+  dev_t device = 0;
+  mode_t mode = 0;
+  uid_t uid = 0;
+  gid_t gid = 0;
   bool operator==(const MountStep&) const = default;
 };
 
@@ -50,6 +58,10 @@ struct MountPlanInput {
   // cgroup2 at /sys/fs/cgroup then shows the leaf alone, not the host's tree.
   bool cgroup_mount = false;
   std::vector<VolumeSpec> volumes;
+  // --device and --gpu (mount/devices.hpp): nodes right after the default ones in
+  // /dev, injected user-space files after the volumes.
+  std::vector<MountStep> devices;
+  std::vector<MountStep> injected;
 };
 
 // Device nodes bound from the host's /dev (all rootless-safe; mknod is not).
