@@ -52,7 +52,17 @@ struct RunOptions {
   std::string cpus;         // --cpus N
   std::string cgroup_parent;
   std::string cgroups = "enabled";
+  std::vector<std::string> devices;  // --device HOSTPATH[:CTRPATH][:rwm]
+  std::string gpu;                   // --gpu all|N,... (a bare --gpu is rewritten to all)
+  bool keep_groups = false;
 };
+
+// --gpu's value is optional: "--gpu ROOTFS" must not swallow the rootfs.
+bool is_gpu_list(const std::string& word) {
+  if (word == "all") return true;
+  if (word.empty()) return false;
+  return word.find_first_not_of("0123456789,") == std::string::npos;
+}
 
 // --memory and friends, checked here so a typo fails before anything starts.
 cgroup::Limits parse_limits(const RunOptions& options) {
@@ -222,6 +232,12 @@ class RunCommand : public Command {
                     "parent cgroup, relative to the cgroup2 root");
     run->add_option("--cgroups", options_.cgroups, "enabled|disabled")
         ->check(CLI::IsMember({"enabled", "disabled"}));
+    run->add_option("--device", options_.devices, "add a host device HOSTPATH[:CTRPATH][:rwm]")
+        ->take_all();
+    run->add_option("--gpu", options_.gpu,
+                    "the fakegpu devices (all, or N[,N...]) and their user-space driver");
+    run->add_flag("--keep-groups", options_.keep_groups,
+                  "keep the caller's supplementary groups (no setgroups)");
     // ROOTFS, "--" and the command are taken verbatim: options after ROOTFS belong
     // to the command.
     run_ = run;
@@ -284,6 +300,9 @@ class RunCommand : public Command {
     config.cgroups = options_.cgroups == "disabled" ? runtime::CgroupsMode::disabled
                                                     : runtime::CgroupsMode::enabled;
     config.cgroup_parent = options_.cgroup_parent;
+    for (const auto& spec : options_.devices) config.devices.push_back(mount::parse_device(spec));
+    if (!options_.gpu.empty()) config.gpu = mount::parse_gpu(options_.gpu);
+    config.keep_groups = options_.keep_groups;
     runtime::validate(config);
     return config;
   }
@@ -300,6 +319,10 @@ class RunCommand : public Command {
         return;
       }
       if (word.find('=') != std::string::npos && word.rfind("--", 0) == 0) continue;  // --opt=value
+      if (word == "--gpu" && (i + 1 >= args.size() || !is_gpu_list(args[i + 1]))) {
+        args[i] = "--gpu=all";  // bare --gpu: every device
+        continue;
+      }
       std::string name = word.rfind("--", 0) == 0 ? word : word.substr(0, 2);
       const CLI::Option* option = run_->get_option_no_throw(name);
       bool takes_value = option != nullptr && option->get_expected_max() != 0;  // flags expect 0

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cgroup/limits.hpp"
+#include "mount/devices.hpp"
 #include "net/publish_spec.hpp"
 
 #include "security/security_options.hpp"
@@ -57,6 +58,9 @@ struct ContainerConfig {
   cgroup::Limits limits;               // --memory, --memory-swap, --pids-limit, --cpus
   CgroupsMode cgroups = CgroupsMode::enabled;
   std::string cgroup_parent;  // --cgroup-parent, relative to the cgroup2 root; empty: default
+  std::vector<mount::DeviceSpec> devices;  // --device
+  std::optional<mount::GpuRequest> gpu;    // --gpu: the fakegpu nodes and user-space driver
+  bool keep_groups = false;                // --keep-groups: no setgroups(0, NULL)
 };
 
 std::string to_string(OverlayMode mode);

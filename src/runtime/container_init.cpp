@@ -31,6 +31,9 @@ void drop_host_groups(const LaunchSpec& spec) {
   // The caller's supplementary groups are unmapped in the namespace (they show as
   // nogroup); drop them, as podman does. With a single-ID map setgroups is denied by
   // the kernel and the groups stay (see ROOTLESS-GPU.md, row 3).
+  // --keep-groups keeps them (podman's --group-add keep-groups): the kernel checks a
+  // node's group against the real kgid, so a root:fakegpu 0660 node stays usable.
+  if (spec.config.keep_groups) return;
   if (spec.may_setgroups && ::setgroups(0, nullptr) != 0) throw_errno("drop supplementary groups");
 }
 

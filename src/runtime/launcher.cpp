@@ -17,6 +17,7 @@
 #include "base/scope_guard.hpp"
 #include "base/strings.hpp"
 #include "cgroup/cgroup.hpp"
+#include "mount/devices.hpp"
 #include "mount/overlay.hpp"
 #include "net/network.hpp"
 #include "net/network_files.hpp"
@@ -199,6 +200,11 @@ LaunchSpec make_launch_spec(const ContainerConfig& config, const PrivilegeModel&
     mount::VolumeSpec volume{v.source, v.destination, v.read_only, !sys::is_dir(v.source)};
     input.volumes.push_back(volume);
   }
+  // --device and --gpu: mknod when the kernel lets us (rootful), else bind the host node.
+  auto devices = mount::resolve_device_mounts(config.devices, config.gpu, privilege.can_mknod);
+  input.devices = std::move(devices.nodes);
+  input.injected = std::move(devices.userspace);
+  if (config.gpu) mount::add_gpu_environment(spec.config.env);
   spec.mounts = mount::plan_container_mounts(input);
   return spec;
 }
@@ -244,6 +250,9 @@ void check_inputs(const ContainerConfig& config) {
       throw Error("volume source " + v.source + " does not exist", ENOENT, "create it first");
     }
   }
+  // Devices too, before anything is made: a missing node or a block device fails with
+  // 125 and leaves nothing behind.
+  for (const auto& d : config.devices) mount::inspect_device(d);
 }
 
 }  // namespace
