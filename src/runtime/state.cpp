@@ -25,6 +25,7 @@ using nlohmann::json;
 std::string to_string(Status status) {
   switch (status) {
     case Status::creating: return "creating";
+    case Status::created: return "created";
     case Status::running: return "running";
     case Status::stopped: return "stopped";
   }
@@ -34,6 +35,7 @@ std::string to_string(Status status) {
 namespace {
 Status status_from_string(const std::string& text) {
   if (text == "running") return Status::running;
+  if (text == "created") return Status::created;
   if (text == "stopped") return Status::stopped;
   return Status::creating;
 }
@@ -59,6 +61,8 @@ std::string state_to_json(const ContainerState& s) {
       {"rootless", s.rootless},
       {"subordinate_ids", s.subordinate_ids},
       {"cgroup", s.cgroup},
+      {"bundle", s.bundle},
+      {"annotations", s.annotations},
   };
   return j.dump(2) + "\n";
 }
@@ -84,6 +88,8 @@ ContainerState state_from_json(const std::string& text) {
   s.rootless = j.value("rootless", true);
   s.subordinate_ids = j.value("subordinate_ids", false);
   s.cgroup = j.value("cgroup", "");
+  s.bundle = j.value("bundle", "");
+  s.annotations = j.value("annotations", std::map<std::string, std::string>{});
   return s;
 }
 
@@ -97,8 +103,9 @@ bool process_alive(pid_t pid, unsigned long long start_time) {
 
 Status effective_status(const ContainerState& s) {
   if (s.status == Status::stopped) return Status::stopped;
-  if (s.status == Status::running) {
-    return process_alive(s.pid, s.pid_start) ? Status::running : Status::stopped;
+  // created: held before exec; alive while its init waits for `start`.
+  if (s.status == Status::running || s.status == Status::created) {
+    return process_alive(s.pid, s.pid_start) ? s.status : Status::stopped;
   }
   // "creating": alive while the mrun that is setting it up lives.
   return process_alive(s.monitor_pid, s.monitor_start) ? Status::creating : Status::stopped;

@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,7 +14,8 @@
 
 namespace mrun::runtime {
 
-enum class Status { creating, running, stopped };
+// created: an OCI `mrun create`d container, set up and held before exec until `start`.
+enum class Status { creating, created, running, stopped };
 std::string to_string(Status status);
 
 struct ContainerState {
@@ -35,6 +37,8 @@ struct ContainerState {
   bool rootless = true;
   bool subordinate_ids = false;  // the id map used (needed to delete the upper dir)
   std::string cgroup;            // its cgroup v2 leaf (absolute path), empty: none
+  std::string bundle;            // OCI bundle (absolute), empty: not run from one
+  std::map<std::string, std::string> annotations;  // config.json's, for `mrun state`
 };
 
 std::string state_to_json(const ContainerState& state);

@@ -19,6 +19,7 @@ enum class SyncType : std::uint32_t {
   pty_master,      // child -> parent: the pty master (fd attached)
   pty_ready,       // parent -> child: window size set, go on
   error,           // child -> parent: setup failed (value: exit status, text: message)
+  created,         // child -> parent: set up, now held on the exec fifo until `start`
 };
 
 struct SyncMessage {
