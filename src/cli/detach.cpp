@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <fstream>
 #include <iostream>
 
 #include "base/error.hpp"
@@ -19,7 +20,7 @@ void write_report(int fd, const std::string& text) {
 // Monitor: detached from the caller's session and terminal. Its stdout/stderr (and so
 // the container's) go to <state dir>/container.log once the name is claimed.
 [[noreturn]] void monitor_main(const runtime::ContainerConfig& config, const runtime::Context& ctx,
-                               int report_fd) {
+                               int report_fd, bool hold) {
   ::setsid();
   int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
@@ -32,10 +33,17 @@ void write_report(int fd, const std::string& text) {
     ::dup2(fd, STDERR_FILENO);
     ::close(fd);
   };
-  hooks.on_started = [report_fd] {
-    write_report(report_fd, "0 started");
-    ::close(report_fd);
-  };
+  if (hold) {
+    hooks.on_created = [report_fd](pid_t pid) {
+      write_report(report_fd, "0 " + std::to_string(pid));
+      ::close(report_fd);
+    };
+  } else {
+    hooks.on_started = [report_fd] {
+      write_report(report_fd, "0 started");
+      ::close(report_fd);
+    };
+  }
   try {
     runtime::run_container(config, ctx, hooks);
     ::_exit(0);
@@ -46,9 +54,11 @@ void write_report(int fd, const std::string& text) {
   }
   ::_exit(exit_code::runtime_error);
 }
-}  // namespace
 
-int run_detached(const runtime::ContainerConfig& config, const runtime::Context& ctx) {
+// Starts the monitor and waits for its report: "0 WHAT" once the container is up (or
+// held), else "STATUS MESSAGE". Returns WHAT.
+std::string start_monitor(const runtime::ContainerConfig& config, const runtime::Context& ctx,
+                          bool hold) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) throw_errno("pipe for the container monitor");
   std::cout.flush();
@@ -56,7 +66,7 @@ int run_detached(const runtime::ContainerConfig& config, const runtime::Context&
   if (monitor < 0) throw_errno("fork the container monitor");
   if (monitor == 0) {
     ::close(fds[0]);
-    monitor_main(config, ctx, fds[1]);
+    monitor_main(config, ctx, fds[1], hold);
   }
   ::close(fds[1]);
   std::string report;
@@ -72,7 +82,29 @@ int run_detached(const runtime::ContainerConfig& config, const runtime::Context&
   if (status != 0) {
     throw Error(report.substr(space + 1), 0, {}, status);
   }
+  return space == std::string::npos ? std::string() : report.substr(space + 1);
+}
+}  // namespace
+
+int run_detached(const runtime::ContainerConfig& config, const runtime::Context& ctx) {
+  start_monitor(config, ctx, false);
   std::cout << config.name << std::endl;
+  return 0;
+}
+
+int create_detached(const runtime::ContainerConfig& config, const runtime::Context& ctx,
+                    const std::string& pid_file) {
+  std::string pid = start_monitor(config, ctx, true);
+  if (!pid_file.empty()) {
+    // Written whole and renamed into place: an engine polling for it never reads half.
+    std::string tmp = pid_file + ".tmp";
+    std::ofstream out(tmp, std::ios::trunc);
+    out << pid;
+    out.close();
+    if (!out || ::rename(tmp.c_str(), pid_file.c_str()) != 0) {
+      throw_errno("write pid file " + pid_file);
+    }
+  }
   return 0;
 }
 

@@ -2,11 +2,19 @@
 // records its exit; the caller returns once the command has started.
 #pragma once
 
+#include <string>
+
 #include "runtime/config.hpp"
 #include "runtime/context.hpp"
 
 namespace mrun::cli {
 
 int run_detached(const runtime::ContainerConfig& config, const runtime::Context& ctx);
+
+// OCI `mrun create`: the same monitor, but the container is held before exec until
+// `mrun start` (state: created). Returns once it is held; writes its pid to pid_file
+// when one is given. Prints nothing, as runc.
+int create_detached(const runtime::ContainerConfig& config, const runtime::Context& ctx,
+                    const std::string& pid_file);
 
 }  // namespace mrun::cli

@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,6 +62,9 @@ struct ContainerConfig {
   std::vector<mount::DeviceSpec> devices;  // --device
   std::optional<mount::GpuRequest> gpu;    // --gpu: the fakegpu nodes and user-space driver
   bool keep_groups = false;                // --keep-groups: no setgroups(0, NULL)
+  // From an OCI bundle (src/oci/): reported by `mrun state`, not acted on.
+  std::string bundle;  // absolute; empty: not run from a bundle
+  std::map<std::string, std::string> annotations;
 };
 
 std::string to_string(OverlayMode mode);

@@ -145,7 +145,32 @@ void reset_signals() {
   }
 }
 
-[[noreturn]] void exec_command(const LaunchSpec& spec, const UniqueFd& parent_pidfd) {
+// OCI create: opened O_PATH while the host's state dir is still reachable (before
+// pivot_root); reopened for writing through /proc/self/fd in wait_for_start.
+UniqueFd open_exec_fifo(const LaunchSpec& spec) {
+  if (spec.exec_fifo.empty()) return {};
+  UniqueFd fd(::open(spec.exec_fifo.c_str(), O_PATH | O_CLOEXEC));
+  if (!fd) throw_errno("open exec fifo " + spec.exec_fifo);
+  return fd;
+}
+
+// Tells the parent we are set up, then blocks until `mrun start` opens the fifo for
+// reading. After the credential and capability steps (so `start` releases exactly the
+// process that will exec), before seccomp (which judges only the command).
+void wait_for_start(const SyncChannel& sync, const UniqueFd& exec_fifo) {
+  if (!exec_fifo) return;
+  sync.send(SyncType::created);
+  std::string path = "/proc/self/fd/" + std::to_string(exec_fifo.get());
+  UniqueFd writer;
+  do {
+    writer.reset(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  } while (!writer && errno == EINTR);
+  if (!writer) throw_errno("open exec fifo for writing");
+  if (::write(writer.get(), "0", 1) != 1) throw_errno("write exec fifo");
+}
+
+[[noreturn]] void exec_command(const LaunchSpec& spec, const SyncChannel& sync,
+                               const UniqueFd& parent_pidfd, const UniqueFd& exec_fifo) {
   const auto& args = spec.config.args;
   std::string path = resolve_command(args.front(), env_value(spec.config.env, "PATH"));
   std::vector<char*> argv;
@@ -156,6 +181,7 @@ void reset_signals() {
   envp.push_back(nullptr);
   die_with_parent(parent_pidfd);
   reset_signals();
+  wait_for_start(sync, exec_fifo);
   // Last, so that the filter judges the command and nothing of mrun's own setup.
   security::load_seccomp_last(spec.security);
   ::execve(path.c_str(), argv.data(), envp.data());
@@ -210,6 +236,7 @@ void container_main(const LaunchSpec& spec, const SyncChannel& sync, const Uniqu
     // Its own session: terminal signals reach mrun, which forwards them once.
     ::setsid();
     wait_for_id_maps(sync);
+    UniqueFd exec_fifo = open_exec_fifo(spec);
     // Now inside the leaf (the parent moved us before ids_mapped): a cgroup namespace
     // made here has the leaf as its root. Needs CAP_SYS_ADMIN in our user namespace,
     // which we hold as its root once the maps are written.
@@ -236,7 +263,7 @@ void container_main(const LaunchSpec& spec, const SyncChannel& sync, const Uniqu
       }
     }
     switch_user(spec);
-    exec_command(spec, parent_pidfd);
+    exec_command(spec, sync, parent_pidfd, exec_fifo);
   } catch (const Error& e) {
     report_and_exit(sync, e);
   } catch (const std::exception& e) {

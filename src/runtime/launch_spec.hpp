@@ -27,6 +27,10 @@ struct LaunchSpec {
   bool own_cgroup = false;
   // Capabilities, no_new_privs and the compiled seccomp program (see security_plan.hpp).
   security::SecurityPlan security;
+  // OCI create: a FIFO in the state dir. The child sends `created`, then blocks opening
+  // it for writing right before exec until `mrun start` opens it for reading (runc's
+  // exec.fifo). Empty: exec at once.
+  std::string exec_fifo;
   Logger log;
 };
 

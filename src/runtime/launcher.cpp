@@ -5,6 +5,7 @@
 #include <pwd.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -309,6 +310,8 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   state.remove_on_exit = config.remove_on_exit;
   state.detached = config.detach;
   state.rootless = !privilege.rootful;
+  state.bundle = config.bundle;
+  state.annotations = config.annotations;
   claim_name(store, ctx, state);
   bool subordinate = false;
   auto cleanup = [&] {
@@ -342,6 +345,13 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   }
   LaunchSpec spec =
       make_launch_spec(config, privilege, ids, storage, network_files, leaf.has_value(), ctx);
+  if (hooks.on_created) {
+    // 0622 (as runc): the command's user, whoever it maps to, reopens it for writing.
+    spec.exec_fifo = store.dir_of(config.name) + "/exec.fifo";
+    if (::mkfifo(spec.exec_fifo.c_str(), 0600) != 0 || ::chmod(spec.exec_fifo.c_str(), 0622) != 0) {
+      throw_errno("create exec fifo " + spec.exec_fifo);
+    }
+  }
 
   // 3. Clone the container into its namespaces; it waits for us on the sync socket.
   SignalBlock blocked_signals;
@@ -373,6 +383,7 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   // 5. Serve its requests until it execs the command (EOF) or reports an error.
   UniqueFd pty_master;
   std::optional<Error> setup_error;
+  bool held = false;  // OCI create: reported created, so its state outlives a failed exec
   state.overlay = config.overlay == OverlayMode::none ? "none" : "native";
   while (auto message = parent_end.receive()) {
     if (message->type == SyncType::need_fuse) {
@@ -390,9 +401,25 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
       parent_end.send(SyncType::pty_ready);
     } else if (message->type == SyncType::error) {
       setup_error = Error(message->text, 0, {}, message->value);
+    } else if (message->type == SyncType::created && hooks.on_created) {
+      // Held on the exec fifo: from now on `mrun start`, `kill` and `delete` own its fate,
+      // so the record stays whatever happens.
+      state.status = Status::created;
+      state.pid = child.pid;
+      state.pid_start = sys::process_start_time(child.pid);
+      {
+        StateLock lock(store.root());
+        store.write(state);
+      }
+      held = true;
+      undo_child.dismiss();
+      undo_claim.dismiss();
+      hooks.on_created(child.pid);
     }
   }
-  if (setup_error) throw *setup_error;
+  // After `created`, a failed exec is the container's exit (recorded below), as in runc.
+  if (setup_error && held) ctx.log.error(setup_error->what());
+  if (setup_error && !held) throw *setup_error;
 
   // 6. Running: record it, then supervise until it exits.
   state.status = Status::running;

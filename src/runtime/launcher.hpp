@@ -3,6 +3,8 @@
 // exit, clean up. The steps read in order in launcher.cpp.
 #pragma once
 
+#include <sys/types.h>
+
 #include <functional>
 #include <string>
 
@@ -16,6 +18,9 @@ struct LaunchHooks {
   std::function<void(const std::string& state_dir)> on_claimed;
   // Called once the command was exec'd (detach: release the waiting caller).
   std::function<void()> on_started;
+  // OCI create: when set, the container is held before exec on <state dir>/exec.fifo
+  // (see LaunchSpec::exec_fifo); called with its pid once it is held (state: created).
+  std::function<void(pid_t)> on_created;
 };
 
 // Runs the container to completion and returns its exit status. Errors before the
