@@ -224,10 +224,11 @@ GpuUserspace find_gpu_userspace(const std::string& mrun_binary, const char* over
     }
     return found;
   }
-  throw Error("--gpu: the fakegpu user-space driver (libfakegpu.so.1, fakegpu-client) is not "
-              "installed next to mrun (looked in " +
-                  looked + ")",
-              ENOENT, "install mrun with its gpu part, or set MRUN_FAKEGPU_LIBDIR to their directory");
+  throw Error(
+      "--gpu: the fakegpu user-space driver (libfakegpu.so.1, fakegpu-client) is not "
+      "installed next to mrun (looked in " +
+          looked + ")",
+      ENOENT, "install mrun with its gpu part, or set MRUN_FAKEGPU_LIBDIR to their directory");
 }
 
 std::vector<MountStep> plan_gpu_userspace(const GpuUserspace& userspace) {
@@ -278,9 +279,8 @@ DeviceMounts resolve_device_mounts(const std::vector<DeviceSpec>& devices,
     char exe[4096];
     ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n < 0) throw_errno("find the mrun binary (/proc/self/exe)");
-    mounts.userspace = plan_gpu_userspace(
-        find_gpu_userspace(std::string(exe, static_cast<std::size_t>(n)),
-                           std::getenv("MRUN_FAKEGPU_LIBDIR")));
+    mounts.userspace = plan_gpu_userspace(find_gpu_userspace(
+        std::string(exe, static_cast<std::size_t>(n)), std::getenv("MRUN_FAKEGPU_LIBDIR")));
   }
   std::vector<HostDevice> found;
   for (const auto& spec : specs) found.push_back(inspect_device(spec));

@@ -67,7 +67,7 @@ std::vector<DeviceSpec> gpu_device_specs(const GpuRequest& request,
 // driver libraries: host files bound read-only under /opt/fakegpu.
 inline constexpr const char* gpu_container_dir = "/opt/fakegpu";
 struct GpuUserspace {
-  std::vector<std::string> libraries;  // host paths of libfakegpu.so*, symlinks resolved
+  std::vector<std::string> libraries;      // host paths of libfakegpu.so*, symlinks resolved
   std::vector<std::string> library_names;  // the names they are bound as (libfakegpu.so.1)
   std::vector<std::string> programs;       // fakegpu-client, fakegpu-client-static
 };

@@ -1,0 +1,65 @@
+/* The policy of mrun-gpu-helper(8): parsing and matching, pure (no I/O, no
+ * privilege), so the unit tests check them directly.
+ *
+ * Format (one rule a line; '#' starts a comment; blank lines are ignored):
+ *
+ *   DEVICE-PATTERN  WHO [WHO...]
+ *
+ * DEVICE-PATTERN is an absolute path under /dev/, matched with fnmatch(3) and
+ * FNM_PATHNAME ('*' never crosses a '/'). WHO is user:NAME, uid:N, group:NAME or
+ * gid:N; a group matches the caller's real gid or any supplementary group. */
+#ifndef MRUN_GPU_HELPER_POLICY_H
+#define MRUN_GPU_HELPER_POLICY_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define POLICY_MAX_RULES 64
+#define POLICY_MAX_WHO 16
+#define POLICY_MAX_FIELD 256
+
+enum policy_kind { POLICY_USER, POLICY_UID, POLICY_GROUP, POLICY_GID };
+
+struct policy_who {
+  enum policy_kind kind;
+  char name[POLICY_MAX_FIELD]; /* user: / group: */
+  unsigned long id;            /* uid: / gid: */
+};
+
+struct policy_rule {
+  char pattern[POLICY_MAX_FIELD];
+  struct policy_who who[POLICY_MAX_WHO];
+  int nwho;
+};
+
+struct policy {
+  struct policy_rule rules[POLICY_MAX_RULES];
+  int count;
+};
+
+/* Parses LEN bytes of TEXT. Returns 0, or the 1-based number of the first bad line
+ * with a reason in ERR. */
+int policy_parse(const char* text, size_t len, struct policy* out, char* err, size_t errlen);
+
+struct policy_caller {
+  uid_t uid;             /* real uid */
+  const char* user_name; /* its name, or NULL when it has none */
+  const gid_t* gids;     /* real gid and supplementary groups */
+  int ngids;
+  /* Resolves a group name; returns 0 and sets *gid, or -1. */
+  int (*group_gid)(const char* name, gid_t* gid);
+};
+
+/* 1 when a rule matching DEVICE names the caller, else 0. */
+int policy_allows(const struct policy* policy, const char* device,
+                  const struct policy_caller* caller);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

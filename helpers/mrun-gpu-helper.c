@@ -1,0 +1,333 @@
+/* mrun-gpu-helper: the one privileged piece of mrun (see mrun-gpu-helper(8)).
+ *
+ *   mrun-gpu-helper PID DEVICE [TARGET]
+ *
+ * Installed setuid root. For a rootless container the caller owns (PID: a process in
+ * it), and a host character device DEVICE that the root-owned policy
+ * /etc/mrun/gpu-helper.conf allows the caller, it makes DEVICE usable at TARGET
+ * (default: DEVICE's path) inside the container: a fresh node with DEVICE's
+ * major:minor, owned by the caller's real uid, mode 0600, bind-mounted over the
+ * existing TARGET in the container's mount namespace.
+ *
+ * Why a new node and not the host's: a bind mount of the host node keeps its inode,
+ * so a root:root 0600 node stays EACCES for the container (its root's capabilities
+ * do not reach unmapped inodes). The new node lives on a tmpfs this helper mounts as
+ * root in the initial user namespace, so its superblock is not nodev (unlike anything
+ * the container can mount) and the caller's uid owns it.
+ *
+ * Why a bind mount and not an fd passed over a unix socket: programs in the container
+ * (fakegpu-client, any GPU library) open /dev/fakegpuN by path; an fd would need a
+ * receiver in the container that every program cooperates with. The mount is
+ * transparent, and it stays confined to the container's mount namespace, which the
+ * caller's user namespace owns, so it cannot propagate back to the host (mounts copied
+ * into a less privileged namespace become slaves).
+ *
+ * The device-cgroup filter attach is for later (the cgroup v2 work); see the man page.
+ *
+ * Every check is ordered: first what depends only on the caller (input size, our own
+ * installation, the policy), then the objects (device, process, target), and only
+ * when all passed, the privileged side effects. Each refusal has its own exit status
+ * (EXIT_* below, documented in the man page). Libc only; no allocation. */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <linux/nsfs.h>
+#include <linux/openat2.h>
+#include <pwd.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "gpu_helper_policy.h"
+
+#ifndef MRUN_GPU_HELPER_POLICY
+#define MRUN_GPU_HELPER_POLICY "/etc/mrun/gpu-helper.conf"
+#endif
+
+enum {
+  EXIT_OK = 0,
+  EXIT_USAGE = 1,         /* wrong arguments */
+  EXIT_TOO_BIG = 2,       /* oversized argv or environment */
+  EXIT_NOT_SETUID = 3,    /* effective uid is not 0: not installed setuid root */
+  EXIT_POLICY_UNSAFE = 4, /* policy missing, not a root-owned file, or writable by others */
+  EXIT_POLICY_BAD = 5,    /* policy malformed */
+  EXIT_NOT_ALLOWED = 6,   /* the policy does not allow this device to the caller */
+  EXIT_DEVICE_PATH = 7,   /* device missing, a symlink on its path, or not root's */
+  EXIT_NOT_CHAR = 8,      /* not a character device */
+  EXIT_BLOCK = 9,         /* a block device */
+  EXIT_PROCESS = 10,      /* no such process, or not the caller's */
+  EXIT_USERNS = 11,       /* its user namespace is not owned by the caller */
+  EXIT_MNTNS = 12,        /* its mount namespace is not owned by that user namespace */
+  EXIT_TARGET = 13,       /* target refused: outside /dev, symlink, missing, wrong type */
+  EXIT_SYSTEM = 14,       /* a system call failed while making the node */
+};
+
+/* Bounds on what the caller hands a setuid program. Real use is a pid and two short
+ * paths; anything near these is an attack or a bug, refused before any parsing. */
+#define MAX_ARGS 4
+#define MAX_ARG_LEN PATH_MAX
+#define MAX_ENV_BYTES (256 * 1024)
+#define MAX_POLICY_BYTES (64 * 1024)
+
+static void say(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("mrun-gpu-helper: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+#define REFUSE(status, ...) \
+  do {                      \
+    say(__VA_ARGS__);       \
+    exit(status);           \
+  } while (0)
+
+/* A path for DEVICE or TARGET: absolute, under /dev/, no empty, "." or ".." part. */
+static int clean_dev_path(const char* path) {
+  if (strncmp(path, "/dev/", 5) != 0 || path[5] == '\0') return 0;
+  const char* p = path + 1;
+  while (*p) {
+    const char* slash = strchr(p, '/');
+    size_t n = slash ? (size_t)(slash - p) : strlen(p);
+    if (n == 0 || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.')) return 0;
+    p += n + (slash ? 1 : 0);
+    if (slash && *p == '\0') return 0; /* trailing slash */
+  }
+  return 1;
+}
+
+static long open_beneath(int dirfd, const char* path, unsigned long long resolve) {
+  struct open_how how;
+  memset(&how, 0, sizeof how);
+  how.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC;
+  how.resolve = resolve;
+  return syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+}
+
+static int group_gid(const char* name, gid_t* gid) {
+  struct group* gr = getgrnam(name);
+  if (gr == NULL) return -1;
+  *gid = gr->gr_gid;
+  return 0;
+}
+
+/* Checks the policy file is root's alone, then reads it. A policy anyone else could
+ * write would let them grant themselves any device. */
+static void load_policy(struct policy* policy) {
+  static char text[MAX_POLICY_BYTES + 1];
+  struct stat st;
+  const char* path = MRUN_GPU_HELPER_POLICY;
+  /* Its directory too: whoever can write /etc/mrun can replace the file. */
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s", path);
+  *strrchr(dir, '/') = '\0';
+  if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022)) {
+    REFUSE(EXIT_POLICY_UNSAFE, "%s: must be a directory owned by root, not writable by others",
+           dir);
+  }
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0)
+    REFUSE(EXIT_POLICY_UNSAFE, "%s: %s (no policy: nothing is allowed)", path, strerror(errno));
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022)) {
+    REFUSE(EXIT_POLICY_UNSAFE,
+           "%s: must be a regular file owned by root, not writable by group or others", path);
+  }
+  ssize_t total = 0, n;
+  while ((n = read(fd, text + total, sizeof text - 1 - (size_t)total)) > 0) total += n;
+  if (n < 0) REFUSE(EXIT_POLICY_UNSAFE, "read %s: %s", path, strerror(errno));
+  if (total >= MAX_POLICY_BYTES) REFUSE(EXIT_POLICY_BAD, "%s: larger than 64 KiB", path);
+  close(fd);
+  char err[128];
+  int line = policy_parse(text, (size_t)total, policy, err, sizeof err);
+  if (line != 0) REFUSE(EXIT_POLICY_BAD, "%s:%d: %s", path, line, err);
+}
+
+/* The real uid in /proc/PID/status (the first number of the "Uid:" line). */
+static long status_real_uid(int procfd) {
+  char buf[4096];
+  int fd = openat(procfd, "status", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  char* line = strstr(buf, "\nUid:");
+  if (line == NULL) return -1;
+  return strtol(line + 5, NULL, 10);
+}
+
+int main(int argc, char** argv, char** envp) {
+  /* 1. Bound the input before anything looks at it. */
+  if (argc > MAX_ARGS) REFUSE(EXIT_TOO_BIG, "too many arguments (%d)", argc - 1);
+  for (int i = 0; i < argc; i++) {
+    if (strnlen(argv[i], MAX_ARG_LEN + 1) > MAX_ARG_LEN) {
+      REFUSE(EXIT_TOO_BIG, "argument %d longer than %d bytes", i, MAX_ARG_LEN);
+    }
+  }
+  size_t env_bytes = 0;
+  for (char** e = envp; *e != NULL; e++) {
+    env_bytes += strnlen(*e, MAX_ENV_BYTES + 1) + 1;
+    if (env_bytes > MAX_ENV_BYTES) REFUSE(EXIT_TOO_BIG, "environment larger than 256 KiB");
+  }
+  /* 2. Nothing from the caller's environment reaches libc (locale, NSS, TZ, ...):
+   * the helper reads its argv and root-owned files only. */
+  if (clearenv() != 0) REFUSE(EXIT_SYSTEM, "clearenv failed");
+  umask(077);
+
+  /* 3. Installed right? Without setuid root every later step would fail confusingly. */
+  if (geteuid() != 0) {
+    REFUSE(EXIT_NOT_SETUID, "not running as root: install me setuid root (mode 4755, owner root)");
+  }
+  const uid_t ruid = getuid();
+  const gid_t rgid = getgid();
+
+  /* 4. Arguments: a pid and paths under /dev/ (textually clean: no "..", no "//"). */
+  if (argc < 3) REFUSE(EXIT_USAGE, "usage: mrun-gpu-helper PID DEVICE [TARGET]");
+  char* end = NULL;
+  errno = 0;
+  long pid = strtol(argv[1], &end, 10);
+  if (errno != 0 || *end != '\0' || end == argv[1] || pid <= 1 || pid > INT_MAX) {
+    REFUSE(EXIT_USAGE, "PID \"%s\" is not a process id", argv[1]);
+  }
+  const char* device = argv[2];
+  const char* target = argc > 3 ? argv[3] : device;
+  if (!clean_dev_path(device)) REFUSE(EXIT_USAGE, "DEVICE must be a clean path under /dev/");
+  if (!clean_dev_path(target)) REFUSE(EXIT_TARGET, "TARGET must be a clean path under /dev/");
+
+  /* 5. The policy: may this real uid (or one of its groups) have this device path?
+   * Before looking at the device, so a caller learns nothing about paths it may not
+   * use. The path string is then opened without following any symlink, so the name
+   * the policy allowed is exactly the node used. */
+  static struct policy policy;
+  load_policy(&policy);
+  gid_t gids[NGROUPS_MAX + 1];
+  int ngids = getgroups(NGROUPS_MAX, gids + 1);
+  if (ngids < 0) REFUSE(EXIT_SYSTEM, "getgroups: %s", strerror(errno));
+  gids[0] = rgid;
+  struct passwd* pw = getpwuid(ruid);
+  struct policy_caller caller = {ruid, pw ? pw->pw_name : NULL, gids, ngids + 1, group_gid};
+  if (!policy_allows(&policy, device, &caller)) {
+    REFUSE(EXIT_NOT_ALLOWED, "%s is not allowed to uid %u by %s", device, (unsigned)ruid,
+           MRUN_GPU_HELPER_POLICY);
+  }
+
+  /* 6. The device: no symlink anywhere on the path (one swapped in cannot redirect us
+   * to another node), a character device (a block device would hand out raw storage),
+   * owned by root (a system node, not something planted). */
+  int devfd = (int)open_beneath(AT_FDCWD, device, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+  if (devfd < 0) {
+    REFUSE(EXIT_DEVICE_PATH, "%s: %s%s", device, strerror(errno),
+           errno == ELOOP ? " (symlinks are never followed)" : "");
+  }
+  struct stat dev_st;
+  if (fstat(devfd, &dev_st) != 0) REFUSE(EXIT_SYSTEM, "stat %s: %s", device, strerror(errno));
+  if (S_ISBLK(dev_st.st_mode)) REFUSE(EXIT_BLOCK, "%s is a block device: refused", device);
+  if (!S_ISCHR(dev_st.st_mode)) REFUSE(EXIT_NOT_CHAR, "%s is not a character device", device);
+  if (dev_st.st_uid != 0) REFUSE(EXIT_DEVICE_PATH, "%s is not owned by root", device);
+
+  /* 7. The process, through a pidfd: /proc/PID is opened after the pidfd, and the
+   * pidfd still being alive afterwards proves the pid was not recycled in between.
+   * From here on everything about it is read through that directory fd. */
+  int pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+  if (pidfd < 0) REFUSE(EXIT_PROCESS, "process %ld: %s", pid, strerror(errno));
+  char proc_path[64];
+  snprintf(proc_path, sizeof proc_path, "/proc/%ld", pid);
+  int procfd = open(proc_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (procfd < 0 || syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) != 0) {
+    REFUSE(EXIT_PROCESS, "process %ld went away", pid);
+  }
+  /* The process must be the caller's own (its real uid), ... */
+  long proc_uid = status_real_uid(procfd);
+  if (proc_uid < 0 || (uid_t)proc_uid != ruid) {
+    REFUSE(EXIT_PROCESS, "process %ld does not belong to uid %u", pid, (unsigned)ruid);
+  }
+  /* ... in a user namespace the caller created (its owner is the real uid, and it is
+   * not ours, the initial one: a host process's mounts are the host's), ... */
+  int userns = openat(procfd, "ns/user", O_RDONLY | O_CLOEXEC);
+  uid_t owner = (uid_t)-1;
+  if (userns < 0 || ioctl(userns, NS_GET_OWNER_UID, &owner) != 0) {
+    REFUSE(EXIT_USERNS, "user namespace of process %ld: %s", pid, strerror(errno));
+  }
+  struct stat userns_st, own_st;
+  if (fstat(userns, &userns_st) != 0 || stat("/proc/self/ns/user", &own_st) != 0) {
+    REFUSE(EXIT_SYSTEM, "stat user namespaces: %s", strerror(errno));
+  }
+  if (owner != ruid || (userns_st.st_ino == own_st.st_ino && userns_st.st_dev == own_st.st_dev)) {
+    REFUSE(EXIT_USERNS, "process %ld is not in a user namespace owned by uid %u", pid,
+           (unsigned)ruid);
+  }
+  /* ... whose mount namespace that user namespace owns: `unshare -U` alone leaves a
+   * process in the host's mount namespace, where a mount would reach the host. */
+  int mntns = openat(procfd, "ns/mnt", O_RDONLY | O_CLOEXEC);
+  int mnt_owner = mntns < 0 ? -1 : ioctl(mntns, NS_GET_USERNS);
+  struct stat mnt_owner_st;
+  if (mnt_owner < 0 || fstat(mnt_owner, &mnt_owner_st) != 0 ||
+      mnt_owner_st.st_ino != userns_st.st_ino || mnt_owner_st.st_dev != userns_st.st_dev) {
+    REFUSE(EXIT_MNTNS, "the mount namespace of process %ld is not owned by its user namespace",
+           pid);
+  }
+
+  /* 8. The target, resolved inside the container's root (RESOLVE_IN_ROOT: "/" and
+   * ".." stop at it) without following any symlink (the container controls every
+   * one there). It must already exist (mrun --device makes it) as a file or node.
+   * The fd is kept: a rename afterwards cannot move the mount elsewhere. */
+  int rootfd = openat(procfd, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (rootfd < 0) REFUSE(EXIT_PROCESS, "root of process %ld: %s", pid, strerror(errno));
+  int targetfd = (int)open_beneath(rootfd, target,
+                                   RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+  if (targetfd < 0) {
+    REFUSE(EXIT_TARGET, "%s in the container: %s%s", target, strerror(errno),
+           errno == ELOOP ? " (symlinks are never followed)" : "");
+  }
+  struct stat target_st;
+  if (fstat(targetfd, &target_st) != 0 ||
+      !(S_ISREG(target_st.st_mode) || S_ISCHR(target_st.st_mode))) {
+    REFUSE(EXIT_TARGET, "%s in the container is not a file or a character device", target);
+  }
+
+  /* 9. Privileged work, all checks passed. The node is made in a private mount
+   * namespace of our own on a fresh tmpfs (superblock of the initial user namespace:
+   * not nodev), owned by the caller's uid, mode 0600; then cloned as a detached bind
+   * mount. The tmpfs disappears with our namespace; the clone keeps the node alive. */
+  if (unshare(CLONE_NEWNS) != 0)
+    REFUSE(EXIT_SYSTEM, "unshare mount namespace: %s", strerror(errno));
+  if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+      mount("mrun-gpu-helper", "/tmp", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0700,size=16k") != 0) {
+    REFUSE(EXIT_SYSTEM, "mount a private tmpfs: %s", strerror(errno));
+  }
+  if (mknod("/tmp/node", S_IFCHR | 0600, dev_st.st_rdev) != 0 ||
+      chown("/tmp/node", ruid, rgid) != 0 || chmod("/tmp/node", 0600) != 0) {
+    REFUSE(EXIT_SYSTEM, "make the node: %s", strerror(errno));
+  }
+  int treefd =
+      (int)syscall(SYS_open_tree, AT_FDCWD, "/tmp/node", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+  if (treefd < 0) REFUSE(EXIT_SYSTEM, "clone the node's mount: %s", strerror(errno));
+  /* Into the container's mount namespace (the fd checked in step 7), and attach. */
+  if (setns(mntns, CLONE_NEWNS) != 0) {
+    REFUSE(EXIT_SYSTEM, "enter the mount namespace of process %ld: %s", pid, strerror(errno));
+  }
+  if (syscall(SYS_move_mount, treefd, "", targetfd, "",
+              MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0) {
+    REFUSE(EXIT_SYSTEM, "mount the node on %s in the container: %s", target, strerror(errno));
+  }
+
+  /* 10. Done: drop privilege for good before anything else (the report). */
+  if (setresgid(rgid, rgid, rgid) != 0 || setresuid(ruid, ruid, ruid) != 0) {
+    REFUSE(EXIT_SYSTEM, "drop privileges: %s", strerror(errno));
+  }
+  printf("%s (%u:%u) -> %s in process %ld, owner uid %u, mode 0600\n", device,
+         major(dev_st.st_rdev), minor(dev_st.st_rdev), target, pid, (unsigned)ruid);
+  return EXIT_OK;
+}
