@@ -25,6 +25,8 @@
  *   loopback         TCP echo over 127.0.0.1 inside the container; exit 0 if it works
  *   write PATH       create/truncate PATH and write to it; prints "ok" or
  *                    "errno=NAME (message)" and exits 0 or 1
+ *   mknod PATH       mknod a character device 1:3 (like /dev/null) at PATH;
+ *                    prints "ok" or "errno=NAME (message)" and exits 0 or 1
  *   crash            die of SIGSEGV (a real fault, which even a PID 1 dies of)
  *   hold SECS ARG    sleep SECS seconds; ARG is only a marker for ps
  *   escape-suite HOST_PID HANDLE_PATH [NAME...]
@@ -434,6 +436,17 @@ static int cmd_write(int argc, char** argv) {
   return 0;
 }
 
+static int cmd_mknod(int argc, char** argv) {
+  if (argc < 1) return fail("usage: mknod PATH");
+  if (mknod(argv[0], S_IFCHR | 0666, makedev(1, 3)) != 0) {
+    int e = errno;
+    printf("errno=%s (%s)\n", e == EPERM ? "EPERM" : e == EEXIST ? "EEXIST" : "other", strerror(e));
+    return 1;
+  }
+  printf("ok\n");
+  return 0;
+}
+
 static int cmd_crash(void) {
   fflush(stdout);
   volatile int* p = NULL;
@@ -826,7 +839,7 @@ static int cmd_escape_list(void) {
 static void usage(void) {
   fputs(
       "usage: mrun-probe escape DEV:INO | ids | sigwait [SECS] | zombie [N] | procs |\n"
-      "       stat PATH | fds | tty | ifaces | loopback | write PATH | crash |\n"
+      "       stat PATH | fds | tty | ifaces | loopback | write PATH | mknod PATH | crash |\n"
       "       hold SECS [MARKER] | escape-suite HOST_PID HANDLE_PATH [NAME...] |\n"
       "       escape-list\n",
       stderr);
@@ -852,6 +865,7 @@ int main(int argc, char** argv) {
   if (!strcmp(cmd, "ifaces")) return cmd_ifaces();
   if (!strcmp(cmd, "loopback")) return cmd_loopback();
   if (!strcmp(cmd, "write")) return cmd_write(rest_argc, rest);
+  if (!strcmp(cmd, "mknod")) return cmd_mknod(rest_argc, rest);
   if (!strcmp(cmd, "crash")) return cmd_crash();
   if (!strcmp(cmd, "hold")) return cmd_hold(rest_argc, rest);
   if (!strcmp(cmd, "escape-suite")) return cmd_escape_suite(rest_argc, rest);
