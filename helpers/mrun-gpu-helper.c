@@ -111,7 +111,9 @@ static int clean_dev_path(const char* path) {
 static long open_beneath(int dirfd, const char* path, unsigned long long resolve) {
   struct open_how how;
   memset(&how, 0, sizeof how);
-  how.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC;
+  /* No O_NOFOLLOW: with O_PATH it would return the trailing symlink itself instead of
+   * failing; RESOLVE_NO_SYMLINKS makes any symlink, trailing or not, ELOOP. */
+  how.flags = O_PATH | O_CLOEXEC;
   how.resolve = resolve;
   return syscall(SYS_openat2, dirfd, path, &how, sizeof how);
 }
@@ -198,7 +200,7 @@ int main(int argc, char** argv, char** envp) {
   char* end = NULL;
   errno = 0;
   long pid = strtol(argv[1], &end, 10);
-  if (errno != 0 || *end != '\0' || end == argv[1] || pid <= 1 || pid > INT_MAX) {
+  if (errno != 0 || *end != '\0' || end == argv[1] || pid <= 0 || pid > INT_MAX) {
     REFUSE(EXIT_USAGE, "PID \"%s\" is not a process id", argv[1]);
   }
   const char* device = argv[2];

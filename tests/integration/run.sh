@@ -53,6 +53,8 @@ mkdir -p "$stage/bin" "$stage/out"
 install -m 0755 "$mrun_bin" "$probe_bin" "$stage/bin/"
 # hog: test_cgroups.py, where the host has cgroup v2 controllers.
 [ -x "$build/tests/probe/hog" ] && install -m 0755 "$build/tests/probe/hog" "$stage/bin/"
+# mrun-gpu-helper: test_devices.py makes a setuid copy of it in a root-owned dir.
+[ -x "$build/helpers/mrun-gpu-helper" ] && install -m 0755 "$build/helpers/mrun-gpu-helper" "$stage/bin/"
 cp -r "$here" "$stage/integration"
 # policy/ for test_isolation.py (mrun itself uses the copy compiled into it).
 cp -r "$repo/policy" "$stage/policy"

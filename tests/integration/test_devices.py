@@ -1,0 +1,406 @@
+"""--device, --keep-groups and mrun-gpu-helper(8) on the host kernel.
+
+Runs in both passes. What needs root to set up (a node made with mknod in an image,
+a setuid copy of the helper, its root-owned policy, test nodes under /dev) runs in
+the rootful pass only, with the containers started as the unprivileged user
+(mrun-test) through runuser: a real setuid binary and a real unprivileged caller.
+The fakegpu driver itself is tested in the VM (tests/vm/guest/gpu.sh).
+"""
+
+import contextlib
+import json
+import os
+import pwd
+import shutil
+import stat
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+import mrunlib as M
+
+USER = os.environ.get("MRUN_IT_USER", "mrun-test")
+HELPER = os.environ.get("MRUN_GPU_HELPER") or next(
+    (p for p in (os.path.join(os.path.dirname(M.MRUN), "mrun-gpu-helper"),
+                 os.path.join(M.REPO, "build/helpers/mrun-gpu-helper")) if os.path.exists(p)),
+    "")
+POLICY = "/etc/mrun/gpu-helper.conf"
+
+# The helper's exit statuses (mrun-gpu-helper(8)).
+TOO_BIG, NOT_SETUID, POLICY_UNSAFE, POLICY_BAD, NOT_ALLOWED = 2, 3, 4, 5, 6
+DEVICE_PATH, NOT_CHAR, BLOCK, PROCESS, USERNS, MNTNS, TARGET = 7, 8, 9, 10, 11, 12, 13
+
+rootful_setup = pytest.mark.skipif(
+    not M.ROOTFUL, reason="needs root to set up (mknod into an image, a setuid copy, the "
+    "root-owned policy); runs in the rootful pass with the container started as " + USER)
+
+
+def probe(mrun, rootfs, *args, opts=()):
+    return mrun("run", "--rm", "--network", "none", *opts, rootfs, "/bin/mrun-probe", *args)
+
+
+def a_block_device():
+    for name in sorted(os.listdir("/dev")):
+        path = os.path.join("/dev", name)
+        if stat.S_ISBLK(os.lstat(path).st_mode):
+            return path
+    return None
+
+
+# ---- --device -----------------------------------------------------------------
+
+def test_device_is_usable_under_its_container_path(mrun, rootfs):
+    r = probe(mrun, rootfs, "stat", "/dev/mynull", opts=("--device", "/dev/null:/dev/mynull"))
+    M.assert_rc(r)
+    assert "type=c" in r.out and "rdev=1:3" in r.out, r
+    r = M.run_sh(mrun, rootfs, "echo hi >/dev/mynull && echo wrote", "--network", "none",
+                 "--device", "/dev/null:/dev/mynull:rw")
+    M.assert_rc(r)
+    assert r.out.strip() == "wrote", r
+
+
+def test_device_rootful_mknod_rootless_bind(mrun, rootfs):
+    """Rootful makes a node on the container's /dev tmpfs; rootless binds the host's
+    (mknod is refused in a user namespace): told apart by st_dev."""
+    r = probe(mrun, rootfs, "stat", "/dev/mynull", opts=("--device", "/dev/null:/dev/mynull"))
+    M.assert_rc(r)
+    dev = int(r.out.split("dev=")[1].split()[0])
+    host = os.stat("/dev/null")
+    if M.ROOTFUL:
+        assert dev != host.st_dev, f"rootful: expected a node made by mknod, not a bind\n{r!r}"
+        assert f"mode=0{stat.S_IMODE(host.st_mode):o}" in r.out, r
+    else:
+        assert dev == host.st_dev, f"rootless: expected the host node bind-mounted\n{r!r}"
+
+
+@pytest.mark.parametrize("kind", ["block", "regular", "missing", "directory"])
+def test_device_refused(mrun, rootfs, name, tmp_path, kind):
+    if kind == "block":
+        path = a_block_device()
+        if path is None:
+            pytest.skip("no block device in /dev on this machine")
+        words = ["block device"]
+    elif kind == "regular":
+        path = str(tmp_path / "file")
+        open(path, "w").close()
+        os.chmod(tmp_path, 0o755)
+        words = ["not a device node"]
+    elif kind == "missing":
+        path = "/dev/mrun-no-such-device"
+        words = ["does not exist"]
+    else:
+        path = "/dev/pts"
+        words = ["not a device node"]
+    r = mrun("run", "--rm", "--name", name, "--network", "none", "--device", path, rootfs, "true")
+    M.assert_mrun_error(r, 125, [path, *words])
+    assert not M.state_paths_of(name, M.state_dir()), "state left behind"
+
+
+def test_device_malformed_spec(mrun, rootfs):
+    r = mrun("run", "--rm", "--network", "none", "--device", "/dev/null:/dev/x:rx", rootfs, "true")
+    M.assert_mrun_error(r, 125, ["/dev/null:/dev/x:rx", "rwm"])
+
+
+def test_mknod_needs_the_initial_user_namespace(mrun, rootfs):
+    """CAP_MKNOD counts only in the initial user namespace: rootless, even with
+    --cap-add MKNOD, mknod is EPERM; rootful with it, it works."""
+    r = probe(mrun, rootfs, "mknod", "/dev/probe-null", opts=("--cap-add", "MKNOD"))
+    if M.ROOTFUL:
+        M.assert_rc(r)
+        assert r.out.strip() == "ok", r
+    else:
+        assert r.rc == 1 and "errno=EPERM" in r.out, r
+
+
+def test_gpu_without_the_driver_is_refused(mrun, rootfs, name):
+    if any(n.startswith("fakegpu") for n in os.listdir("/dev")):
+        pytest.skip("fakegpu is loaded here; the VM suite tests --gpu")
+    r = mrun("run", "--rm", "--name", name, "--network", "none", "--gpu", rootfs, "true")
+    M.assert_mrun_error(r, 125, ["--gpu", "modprobe fakegpu"])
+
+
+# ---- --keep-groups ---------------------------------------------------------------
+
+def groups_of(r):
+    M.assert_rc(r)
+    text = r.out.split("groups=")[1].strip()
+    return [int(g) for g in text.split(",")] if text else []
+
+
+def test_keep_groups(mrun, rootfs):
+    """Without --keep-groups mrun drops the supplementary groups; with it they stay
+    (rootless: unmapped ones show as the overflow gid 65534, the primary as 0)."""
+    host = sorted(set(os.getgroups()))
+    assert groups_of(probe(mrun, rootfs, "ids")) == []
+    kept = groups_of(probe(mrun, rootfs, "ids", opts=("--keep-groups",)))
+    if M.ROOTFUL:
+        assert sorted(kept) == host
+    else:
+        assert sorted(kept) == sorted(0 if g == M.GID else 65534 for g in host)
+    # id -G: the effective gid (0 in both modes) and the supplementary groups.
+    for opts, want in (((), {0}), (("--keep-groups",), {0} | set(kept))):
+        r = M.run_sh(mrun, rootfs, "id -G", "--network", "none", *opts)
+        M.assert_rc(r)
+        assert set(map(int, r.out.split())) == want, r
+
+
+# ---- as the unprivileged user, set up by root ----------------------------------
+
+@pytest.fixture
+def user():
+    try:
+        return pwd.getpwnam(USER)
+    except KeyError:
+        pytest.skip(f"no user {USER} (tests/setup-user.sh makes it)")
+
+
+@pytest.fixture
+def world(rootfs, user):
+    """A world-readable copy of the rootfs, a home and a volume dir for USER."""
+    base = tempfile.mkdtemp(prefix="mrun-dev-", dir="/var/tmp")
+    os.chmod(base, 0o755)
+    root = os.path.join(base, "rootfs")
+    shutil.copytree(rootfs, root, symlinks=True)
+    os.chmod(root, 0o755)
+    home = os.path.join(base, "home")
+    xdir = os.path.join(base, "x")
+    for d in (home, xdir):
+        os.mkdir(d, 0o755)
+        os.chown(d, user.pw_uid, user.pw_gid)
+    yield {"base": base, "rootfs": root, "home": home, "x": xdir}
+    subprocess.run(["rm", "-rf", "--one-file-system", base], timeout=30)
+
+
+def as_user(world, *argv, env_extra=None, timeout=M.TIMEOUT, popen=False):
+    env = ["HOME=" + world["home"], "PATH=" + M.DEFAULT_PATH, "LANG=C.UTF-8"]
+    env += env_extra or []
+    cmd = ["runuser", "-u", USER, "--", "env", "-i", *env, *argv]
+    if popen:
+        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+
+
+@rootful_setup
+@pytest.mark.parametrize("overlay", ["auto", "none"])
+def test_node_in_the_image(world, overlay):
+    """A node shipped in the image: rootless, with the overlay (mounted in the user
+    namespace, so its superblock is nodev) even a 0666 node is EACCES; with
+    --overlay none the image is a bind of the host filesystem, whose superblock is
+    the initial namespace's: a 0666 node then opens, and a root:root 0600 one is
+    EACCES because CAP_DAC_OVERRIDE does not reach an unmapped owner."""
+    os.mknod(os.path.join(world["rootfs"], "img-null-666"), stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    os.chmod(os.path.join(world["rootfs"], "img-null-666"), 0o666)
+    os.mknod(os.path.join(world["rootfs"], "img-null-600"), stat.S_IFCHR | 0o600, os.makedev(1, 3))
+    r = as_user(world, M.MRUN, "run", "--rm", "--network", "none", "--overlay", overlay,
+                world["rootfs"], "/bin/sh", "-c",
+                "mrun-probe write /img-null-666; mrun-probe write /img-null-600; true")
+    assert r.returncode == 0, r
+    lines = r.stdout.splitlines()
+    assert len(lines) == 2, r
+    if overlay == "auto":
+        assert lines[0].startswith("errno=EACCES"), r  # nodev superblock
+    else:
+        assert lines[0] == "ok", r  # host superblock, world-writable node
+    assert lines[1].startswith("errno=EACCES"), r  # unmapped owner, 0600
+
+
+# ---- mrun-gpu-helper ---------------------------------------------------------------
+
+@pytest.fixture
+def helper(world, user):
+    """A setuid-root copy of the helper in a root-owned directory, test nodes under
+    /dev, and a policy allowing USER those nodes; everything restored afterwards."""
+    if not HELPER:
+        pytest.skip("mrun-gpu-helper not built (meson compile -C build)")
+    bindir = os.path.join(world["base"], "sbin")
+    os.mkdir(bindir, 0o755)
+    if os.statvfs(bindir).f_flag & os.ST_NOSUID:
+        pytest.skip(f"{bindir} is on a nosuid mount: a setuid copy would not run as root")
+    path = os.path.join(bindir, "mrun-gpu-helper")
+    shutil.copy(HELPER, path)
+    os.chown(path, 0, 0)
+    os.chmod(path, 0o4755)
+    devdir = f"/dev/mrun-helper-test-{os.getpid()}"
+    os.mkdir(devdir, 0o755)
+    os.mknod(devdir + "/null0", stat.S_IFCHR | 0o600, os.makedev(1, 3))
+    os.chmod(devdir + "/null0", 0o600)
+    os.mknod(devdir + "/blk", stat.S_IFBLK | 0o600, os.makedev(7, 0))
+    open(devdir + "/file", "w").close()
+    os.symlink("null0", devdir + "/link")
+    saved = None
+    made_dir = not os.path.isdir("/etc/mrun")
+    if os.path.exists(POLICY):
+        with open(POLICY) as f:
+            saved = f.read()
+    os.makedirs("/etc/mrun", exist_ok=True)
+
+    def write_policy(text, mode=0o644, owner=0):
+        with open(POLICY, "w") as f:
+            f.write(text)
+        os.chown(POLICY, owner, 0)
+        os.chmod(POLICY, mode)
+
+    write_policy(f"# test policy ({__file__})\n{devdir}/* user:{USER}\n")
+    yield {"path": path, "dev": devdir, "write_policy": write_policy}
+    if saved is not None:
+        write_policy(saved)
+    else:
+        os.remove(POLICY)
+        if made_dir:
+            os.rmdir("/etc/mrun")
+    shutil.rmtree(devdir)
+
+
+def run_helper(world, helper, *args, env_extra=None, path=None):
+    return as_user(world, path or helper["path"], *map(str, args), env_extra=env_extra)
+
+
+@contextlib.contextmanager
+def user_container(world, helper, name):
+    """A rootless container of USER with the test node bound at /dev/null0 (root:root
+    0600: EACCES inside), a symlink /dev/evil -> /etc/passwd, writing whether it can
+    open /dev/null0 before (/x/before) and after /x/go appears (/x/after)."""
+    script = ("ln -s /etc/passwd /dev/evil; mrun-probe write /dev/null0 >/x/before; "
+              "touch /x/ready; i=0; while [ ! -e /x/go ] && [ $i -lt 300 ]; do sleep 0.1; "
+              "i=$((i+1)); done; mrun-probe write /dev/null0 >/x/after; true")
+    p = as_user(world, M.MRUN, "run", "--rm", "--name", name, "--network", "none",
+                "--device", helper["dev"] + "/null0:/dev/null0", "-v", world["x"] + ":/x",
+                world["rootfs"], "/bin/sh", "-c", script, popen=True)
+    x = world["x"]
+    try:
+        assert M.wait_until(lambda: os.path.exists(x + "/ready") or p.poll() is not None, 20)
+        assert p.poll() is None, f"container exited early: {p.communicate()}"
+        listing = as_user(world, M.MRUN, "list", "--format", "json")
+        pid = next(c["pid"] for c in json.loads(listing.stdout) if c["name"] == name)
+        with open(x + "/before") as f:
+            assert f.read().startswith("errno=EACCES"), "the 0600 root node must be EACCES"
+        result = {"pid": pid}
+        yield result
+    finally:
+        open(x + "/go", "w").close()
+        try:
+            out, err = p.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, 9)
+            out, err = p.communicate()
+        result_after = open(x + "/after").read() if os.path.exists(x + "/after") else ""
+        if "result" in locals():
+            result["after"] = result_after
+            result["rc"] = p.returncode
+            result["output"] = out + err
+
+
+def assert_refused(r, status, words):
+    assert r.returncode == status, f"expected helper exit {status}, got {r.returncode}: {r}"
+    assert r.stderr.startswith("mrun-gpu-helper: "), r
+    for w in words:
+        assert w in r.stderr, f"expected {w!r} in the message: {r}"
+
+
+@rootful_setup
+def test_helper_grants_a_root_only_node(world, helper, name):
+    """The success path: a root:root 0600 node is EACCES in the rootless container;
+    after the helper it opens, and the host node is unchanged."""
+    before = os.stat(helper["dev"] + "/null0")
+    with user_container(world, helper, name) as c:
+        r = run_helper(world, helper, c["pid"], helper["dev"] + "/null0", "/dev/null0")
+        assert r.returncode == 0, r
+    assert c["rc"] == 0, c
+    assert c["after"].strip() == "ok", c
+    after = os.stat(helper["dev"] + "/null0")
+    assert (after.st_mode, after.st_uid, after.st_gid) == (before.st_mode, 0, 0)
+
+
+REFUSALS = {
+    # name: (device (relative to the test dir, or absolute), target, status, words)
+    "device not in the policy": ("/dev/zero", "/dev/null0", NOT_ALLOWED, ["not allowed"]),
+    "not a device": ("file", "/dev/null0", NOT_CHAR, ["not a character device"]),
+    "block device": ("blk", "/dev/null0", BLOCK, ["block device"]),
+    "symlink as the device path": ("link", "/dev/null0", DEVICE_PATH, ["symlinks are never followed"]),
+    "target is a symlink out": ("null0", "/dev/evil", TARGET, ["symlinks are never followed"]),
+    "target outside /dev": ("null0", "/etc/passwd", TARGET, ["under /dev/"]),
+    "target with ..": ("null0", "/dev/../etc/passwd", TARGET, ["under /dev/"]),
+    "missing target": ("null0", "/dev/nothing-here", TARGET, ["No such file"]),
+}
+
+
+@rootful_setup
+@pytest.mark.parametrize("case", sorted(REFUSALS))
+def test_helper_refuses(world, helper, name, case):
+    device, target, status, words = REFUSALS[case]
+    if not device.startswith("/"):
+        device = helper["dev"] + "/" + device
+    with user_container(world, helper, name) as c:
+        r = run_helper(world, helper, c["pid"], device, target)
+        assert_refused(r, status, words)
+    assert c["after"].startswith("errno=EACCES"), f"nothing may be granted: {c}"
+
+
+@rootful_setup
+@pytest.mark.parametrize("case", ["not setuid", "policy owned by the user",
+                                  "policy writable by others", "no policy", "policy malformed",
+                                  "huge argv", "huge env", "too many arguments"])
+def test_helper_refuses_setup_and_input(world, helper, user, name, case):
+    dev = helper["dev"] + "/null0"
+    args, env_extra, path = [os.getpid(), dev, "/dev/null0"], None, None
+    if case == "not setuid":
+        path = os.path.join(os.path.dirname(helper["path"]), "not-setuid")
+        shutil.copy(HELPER, path)
+        os.chmod(path, 0o755)
+        status, words = NOT_SETUID, ["setuid root"]
+    elif case == "policy owned by the user":
+        helper["write_policy"](f"{helper['dev']}/* user:{USER}\n", owner=user.pw_uid)
+        status, words = POLICY_UNSAFE, ["owned by root"]
+    elif case == "policy writable by others":
+        helper["write_policy"](f"{helper['dev']}/* user:{USER}\n", mode=0o666)
+        status, words = POLICY_UNSAFE, ["not writable by group or others"]
+    elif case == "no policy":
+        os.remove(POLICY)
+        status, words = POLICY_UNSAFE, ["nothing is allowed"]
+    elif case == "policy malformed":
+        helper["write_policy"](f"{helper['dev']}/* person:{USER}\n")
+        status, words = POLICY_BAD, [":1:"]
+    elif case == "huge argv":
+        args = [os.getpid(), dev, "/dev/" + "x" * 100000]
+        status, words = TOO_BIG, ["longer than"]
+    elif case == "huge env":
+        env_extra = [f"BIG{i}=" + "x" * 100000 for i in range(3)]
+        status, words = TOO_BIG, ["environment"]
+    else:
+        args = [os.getpid(), dev, "/dev/null0", "extra"]
+        status, words = TOO_BIG, ["too many arguments"]
+    r = run_helper(world, helper, *args, env_extra=env_extra, path=path)
+    assert_refused(r, status, words)
+
+
+@rootful_setup
+@pytest.mark.parametrize("case", ["pid of another user", "no such pid", "host process",
+                                  "userns without its own mount namespace"])
+def test_helper_refuses_processes(world, helper, case):
+    dev = helper["dev"] + "/null0"
+    p = None
+    try:
+        if case == "pid of another user":
+            pid, status, words = 1, PROCESS, ["does not belong"]
+        elif case == "no such pid":
+            pid, status, words = 2**22 + 1, PROCESS, ["No such process"]
+        else:
+            argv = ["sleep", "30"] if case == "host process" else ["unshare", "-U", "sleep", "30"]
+            p = as_user(world, *argv, popen=True)
+            # runuser forks; the user's process is its child.
+            assert M.wait_until(lambda: any(pr.ppid == p.pid and pr.comm == "sleep"
+                                            for pr in M.list_procs().values()), 10)
+            pid = next(pr.pid for pr in M.list_procs().values()
+                       if pr.ppid == p.pid and pr.comm == "sleep")
+            status, words = ((USERNS, ["not in a user namespace owned"]) if case == "host process"
+                             else (MNTNS, ["mount namespace"]))
+        r = run_helper(world, helper, pid, dev, "/dev/null0")
+        assert_refused(r, status, words)
+    finally:
+        if p is not None:
+            os.killpg(p.pid, 9)
+            p.wait()
