@@ -12,7 +12,7 @@ packages=(
   # the kernel module and the VM harness
   linux-headers-amd64 linux-image-amd64 qemu-system-x86 cpio kmod bpftool
   # comparison runtimes and measurement (bench/ and docs/)
-  crun bubblewrap strace hyperfine time python3-pytest
+  crun runc bubblewrap strace hyperfine time python3-pytest
 )
 
 missing=()

@@ -40,6 +40,7 @@ run_suite() {
 
 if want unit; then
   run_suite unit-runtime "$MRUN_BUILD_DIR/tests/unit/unit-runtime" -r junit -o "$MRUN_RESULTS_DIR/unit-runtime.xml"
+  run_suite unit-oci "$MRUN_BUILD_DIR/tests/unit/unit-oci" -r junit -o "$MRUN_RESULTS_DIR/unit-oci.xml"
   if [ -x "$MRUN_BUILD_DIR/tests/unit/gpu/unit-gpu" ]; then
     run_suite unit-gpu "$MRUN_BUILD_DIR/tests/unit/gpu/unit-gpu" -r junit -o "$MRUN_RESULTS_DIR/unit-gpu.xml"
   fi

@@ -48,10 +48,13 @@ class DeleteCommand : public Command {
     if (!state && !sys::exists(store.dir_of(name))) {
       throw Error("no such container \"" + name + "\"", ENOENT, "see `mrun list`");
     }
-    if (state && runtime::effective_status(*state) != runtime::Status::stopped) {
-      if (!force_) {
-        throw Error("container \"" + name + "\" is running", EBUSY,
-                    "stop it with `mrun kill " + name + "` or use `mrun delete -f`");
+    auto status = state ? runtime::effective_status(*state) : runtime::Status::stopped;
+    // As runc: a created container (its process never ran) is deleted without --force.
+    if (state && status != runtime::Status::stopped) {
+      if (!force_ && status != runtime::Status::created) {
+        throw Error("container \"" + name + "\" is running (cannot delete container " + name +
+                        " that is not stopped: " + runtime::to_string(status) + ")",
+                    EBUSY, "stop it with `mrun kill " + name + "` or use `mrun delete -f`");
       }
       stop(*state);
     }

@@ -29,8 +29,10 @@ class KillCommand : public Command {
     runtime::StateStore store(ctx.state_root);
     auto state = store.read(name_);
     if (!state) throw Error("no such container \"" + name_ + "\"", ENOENT, "see `mrun list`");
-    if (runtime::effective_status(*state) != runtime::Status::running) {
-      throw Error("container \"" + name_ + "\" is not running", ESRCH);
+    // As runc: a created container (held before exec) can be signalled too.
+    auto status = runtime::effective_status(*state);
+    if (status != runtime::Status::running && status != runtime::Status::created) {
+      throw Error("container \"" + name_ + "\" is not running (container not running)", ESRCH);
     }
     // pidfd + start time: never signal a process that merely reused the pid.
     UniqueFd pidfd = sys::pidfd_open(state->pid);

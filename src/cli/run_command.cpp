@@ -13,6 +13,7 @@
 #include "cgroup/limits.hpp"
 #include "cli/command.hpp"
 #include "cli/detach.hpp"
+#include "cli/oci_bundle.hpp"
 #include "mount/busybox_rootfs.hpp"
 #include "mount/mount_plan.hpp"
 #include "net/publish_spec.hpp"
@@ -55,6 +56,7 @@ struct RunOptions {
   std::vector<std::string> devices;  // --device HOSTPATH[:CTRPATH][:rwm]
   std::string gpu;                   // --gpu all|N,... (a bare --gpu is rewritten to all)
   bool keep_groups = false;
+  std::string bundle;  // --bundle: an OCI bundle; the one positional word is the ID
 };
 
 // --gpu's value is optional: "--gpu ROOTFS" must not swallow the rootfs.
@@ -238,6 +240,7 @@ class RunCommand : public Command {
                     "the fakegpu devices (all, or N[,N...]) and their user-space driver");
     run->add_flag("--keep-groups", options_.keep_groups,
                   "keep the caller's supplementary groups (no setgroups)");
+    run->add_option("--bundle", options_.bundle, "run the OCI bundle DIR; the argument is the ID");
     // ROOTFS, "--" and the command are taken verbatim: options after ROOTFS belong
     // to the command.
     run_ = run;
@@ -246,12 +249,25 @@ class RunCommand : public Command {
 
   int execute(const runtime::GlobalOptions& global) override {
     runtime::Context ctx = runtime::make_context(global);
-    runtime::ContainerConfig config = build_config(ctx);
+    // --bundle: config.json, not the flags, says what to run (mrun-oci(1)); the same
+    // launcher runs it.
+    runtime::ContainerConfig config =
+        options_.bundle.empty() ? build_config(ctx) : bundle_config(ctx);
     if (config.detach) return run_detached(config, ctx);
     return runtime::run_container(config, ctx);
   }
 
  private:
+  runtime::ContainerConfig bundle_config(const runtime::Context& ctx) {
+    if (trailing_.size() != 1) {
+      throw Error("mrun run --bundle DIR takes exactly one argument, the container ID", EINVAL);
+    }
+    auto config = config_from_bundle(options_.bundle, trailing_[0], ctx);
+    config.detach = options_.detach;
+    config.remove_on_exit = options_.remove;
+    return config;
+  }
+
   runtime::ContainerConfig build_config(const runtime::Context& ctx) {
     const std::vector<std::string>& rest = trailing_;
     std::string rootfs;

@@ -20,6 +20,11 @@ PAGES = [
     ("mrun.1.scd", ["stats"]),
     ("mrun-run.1.scd", ["run"]),
     ("mrun-rootfs.1.scd", ["rootfs", "busybox"]),
+    ("mrun-oci.1.scd", ["spec"]),
+    ("mrun-oci.1.scd", ["create"]),
+    ("mrun-oci.1.scd", ["start"]),
+    ("mrun-oci.1.scd", ["state"]),
+    ("mrun-oci.1.scd", ["features"]),
 ]
 
 OPTION = re.compile(r"^\s+((?:-\w|--[\w-]+)(?:,(?:-\w|--[\w-]+))*)", re.M)

@@ -1,0 +1,148 @@
+// OCI runtime-spec 1.x config.json as typed data (nlohmann-json), its validation, the
+// default config `mrun spec` writes, and the conversion to runtime::ContainerConfig: an
+// OCI bundle takes the same launcher path as `mrun run`'s flags.
+//
+// Optional fields stay std::optional so that parse -> serialise reproduces a config
+// exactly; properties unknown to this version are kept in `extra` (the spec says
+// runtimes MUST ignore unknown properties, and a round trip must not lose them).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/log.hpp"
+#include "runtime/config.hpp"
+
+namespace mrun::oci {
+
+struct User {
+  std::uint32_t uid = 0;
+  std::uint32_t gid = 0;
+  std::optional<std::uint32_t> umask;
+  std::vector<std::uint32_t> additional_gids;
+  std::optional<std::string> username;  // Windows only
+};
+
+struct Capabilities {
+  std::optional<std::vector<std::string>> bounding, effective, inheritable, permitted, ambient;
+};
+
+struct Rlimit {
+  std::string type;  // RLIMIT_NOFILE
+  std::uint64_t hard = 0;
+  std::uint64_t soft = 0;
+};
+
+struct Process {
+  std::optional<bool> terminal;
+  User user;
+  std::vector<std::string> args;
+  std::vector<std::string> env;
+  std::string cwd;
+  std::optional<Capabilities> capabilities;
+  std::vector<Rlimit> rlimits;
+  std::optional<bool> no_new_privileges;
+  std::optional<std::string> apparmor_profile;
+  std::optional<std::string> selinux_label;
+  std::optional<int> oom_score_adj;
+  nlohmann::json extra = nlohmann::json::object();
+};
+
+struct Root {
+  std::string path;
+  std::optional<bool> readonly;
+};
+
+struct Mount {
+  std::string destination;
+  std::optional<std::string> type;
+  std::optional<std::string> source;
+  std::vector<std::string> options;
+};
+
+struct Hook {
+  std::string path;
+  std::vector<std::string> args;
+  std::vector<std::string> env;
+  std::optional<int> timeout;
+};
+
+struct Hooks {
+  // Keyed by the spec's names: prestart, createRuntime, createContainer,
+  // startContainer, poststart, poststop.
+  std::map<std::string, std::vector<Hook>> by_stage;
+};
+
+struct Namespace {
+  std::string type;  // pid network mount ipc uts user cgroup time
+  std::optional<std::string> path;
+};
+
+struct IdMapping {
+  std::uint32_t container_id = 0;
+  std::uint32_t host_id = 0;
+  std::uint32_t size = 0;
+};
+
+struct Linux {
+  std::vector<Namespace> namespaces;
+  std::optional<std::vector<IdMapping>> uid_mappings, gid_mappings;
+  std::optional<nlohmann::json> devices;    // kept as written: mrun rejects any for now
+  std::optional<nlohmann::json> resources;  // checked field by field in the conversion
+  std::optional<std::string> cgroups_path;
+  std::optional<nlohmann::json> seccomp;  // handed to mrun's seccomp compiler as is
+  std::optional<std::vector<std::string>> masked_paths, readonly_paths;
+  std::optional<std::map<std::string, std::string>> sysctl;
+  std::optional<std::string> rootfs_propagation;
+  nlohmann::json extra = nlohmann::json::object();
+};
+
+struct Spec {
+  std::string oci_version;
+  std::optional<Process> process;
+  std::optional<Root> root;
+  std::optional<std::vector<Mount>> mounts;
+  std::optional<std::string> hostname;
+  std::optional<std::string> domainname;
+  std::optional<Hooks> hooks;
+  std::optional<std::map<std::string, std::string>> annotations;
+  std::optional<Linux> linux;
+  nlohmann::json extra = nlohmann::json::object();
+};
+
+inline constexpr const char* spec_version = "1.0.2";
+
+// Parses and type-checks; throws mrun::Error ("config.json: process.args: ...") for a
+// malformed document or a property of the wrong type.
+Spec parse_spec(const std::string& text);
+nlohmann::json to_json(const Spec& spec);
+// The spec's MUSTs, with runc-like messages: ociVersion 1.x, root.path, process.args,
+// absolute cwd, mount destinations, hook paths, namespace types.
+void validate(const Spec& spec);
+
+// `mrun spec [--rootless]`: what runc spec writes (args ["sh"], terminal, rootfs
+// "rootfs"); rootless: a user namespace mapping uid/gid to container root, no network
+// namespace, /sys bound from the host, no resources.
+Spec default_spec(bool rootless, std::uint32_t uid, std::uint32_t gid);
+
+// Reads <bundle>/config.json, validates it.
+Spec load_bundle(const std::string& bundle);
+
+// The subset mrun honours today. Anything else that is set fails with an Error naming
+// the property (exit 125); labels (apparmor, selinux) are accepted and reported under
+// --debug, as the issue asks. `uid`/`gid` are the caller's (the id maps must agree with
+// them). linux.seccomp is written to <scratch_dir>/<id>.seccomp.json for the compiler.
+runtime::ContainerConfig to_container_config(const Spec& spec, const std::string& bundle,
+                                             const std::string& id, std::uint32_t uid,
+                                             std::uint32_t gid, const std::string& scratch_dir,
+                                             const Logger& log);
+
+// process.rlimits, applied to the calling process before clone (inherited by the
+// container). Throws naming the limit when the kernel refuses it.
+void apply_rlimits(const Spec& spec);
+
+}  // namespace mrun::oci
