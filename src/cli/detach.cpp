@@ -72,9 +72,11 @@ std::string start_monitor(const runtime::ContainerConfig& config, const runtime:
   std::string report;
   char buf[4096];
   ssize_t n;
-  while ((n = ::read(fds[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
-    if (n > 0) report.append(buf, static_cast<std::size_t>(n));
+  // One read: the report is a single write (under PIPE_BUF, so atomic). Not until EOF:
+  // a container held before exec (create) still has the write end open.
+  while ((n = ::read(fds[0], buf, sizeof buf)) < 0 && errno == EINTR) {
   }
+  if (n > 0) report.assign(buf, static_cast<std::size_t>(n));
   ::close(fds[0]);
   if (report.empty()) throw Error("the container monitor died during setup");
   auto space = report.find(' ');
