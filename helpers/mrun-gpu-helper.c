@@ -43,9 +43,11 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "gpu_helper_policy.h"
@@ -170,6 +172,72 @@ static long status_real_uid(int procfd) {
   return strtol(line + 5, NULL, 10);
 }
 
+/* Resolves TARGET under the container's root in a child that has become the caller
+ * entirely (real, effective and saved ids) and then joined the container's user
+ * namespace (USERNS, checked to be the caller's own), and receives the O_PATH fd over
+ * a socket. Why: the walk then reaches exactly what the caller could reach from inside
+ * its container, nothing more; and a fuse-overlayfs root (mounted in the container's
+ * user namespace, allow_other) refuses everyone outside that namespace, root included
+ * (fuse_allow_current_process). The child is not dumpable (its ids changed from
+ * root's), so the caller cannot ptrace it; killing it only makes us refuse. */
+static int open_target_as_caller(int rootfd, int userns, const char* target, uid_t ruid, gid_t rgid,
+                                 int* err) {
+  int sv[2];
+  *err = EIO;
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) return -1;
+  pid_t child = fork();
+  if (child < 0) return -1;
+  if (child == 0) {
+    int e = 0, fd = -1;
+    if (setresgid(rgid, rgid, rgid) != 0 || setresuid(ruid, ruid, ruid) != 0 ||
+        setns(userns, CLONE_NEWUSER) != 0) {
+      e = errno;
+    } else {
+      fd = (int)open_beneath(rootfd, target,
+                             RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+      if (fd < 0) e = errno;
+    }
+    char control[CMSG_SPACE(sizeof(int))];
+    memset(control, 0, sizeof control);
+    struct iovec iov = {&e, sizeof e};
+    struct msghdr msg;
+    memset(&msg, 0, sizeof msg);
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    if (fd >= 0) {
+      msg.msg_control = control;
+      msg.msg_controllen = sizeof control;
+      struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
+      c->cmsg_level = SOL_SOCKET;
+      c->cmsg_type = SCM_RIGHTS;
+      c->cmsg_len = CMSG_LEN(sizeof(int));
+      memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    }
+    _exit(sendmsg(sv[1], &msg, 0) < 0 ? 1 : 0);
+  }
+  close(sv[1]);
+  int e = EIO, fd = -1;
+  char control[CMSG_SPACE(sizeof(int))];
+  struct iovec iov = {&e, sizeof e};
+  struct msghdr msg;
+  memset(&msg, 0, sizeof msg);
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  ssize_t n = recvmsg(sv[0], &msg, MSG_CMSG_CLOEXEC);
+  struct cmsghdr* c = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL;
+  if (c != NULL && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+    memcpy(&fd, CMSG_DATA(c), sizeof fd);
+  }
+  close(sv[0]);
+  int status;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) continue;
+  if (n != (ssize_t)sizeof e || (fd < 0 && e == 0)) e = EIO;
+  *err = e;
+  return e == 0 ? fd : -1;
+}
+
 int main(int argc, char** argv, char** envp) {
   /* 1. Bound the input before anything looks at it. */
   if (argc > MAX_ARGS) REFUSE(EXIT_TOO_BIG, "too many arguments (%d)", argc - 1);
@@ -281,17 +349,17 @@ int main(int argc, char** argv, char** envp) {
            pid);
   }
 
-  /* 8. The target, resolved inside the container's root (RESOLVE_IN_ROOT: "/" and
-   * ".." stop at it) without following any symlink (the container controls every
-   * one there). It must already exist (mrun --device makes it) as a file or node.
-   * The fd is kept: a rename afterwards cannot move the mount elsewhere. */
+  /* 8. The target, resolved as the caller inside the container's root
+   * (RESOLVE_IN_ROOT: "/" and ".." stop at it) without following any symlink (the
+   * container controls every one there). It must already exist (mrun --device makes it) as a file
+   * or node. The fd is kept: a rename afterwards cannot move the mount elsewhere. */
   int rootfd = openat(procfd, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (rootfd < 0) REFUSE(EXIT_PROCESS, "root of process %ld: %s", pid, strerror(errno));
-  int targetfd = (int)open_beneath(rootfd, target,
-                                   RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+  int target_err = 0;
+  int targetfd = open_target_as_caller(rootfd, userns, target, ruid, rgid, &target_err);
   if (targetfd < 0) {
-    REFUSE(EXIT_TARGET, "%s in the container: %s%s", target, strerror(errno),
-           errno == ELOOP ? " (symlinks are never followed)" : "");
+    REFUSE(EXIT_TARGET, "%s in the container: %s%s", target, strerror(target_err),
+           target_err == ELOOP ? " (symlinks are never followed)" : "");
   }
   struct stat target_st;
   if (fstat(targetfd, &target_st) != 0 ||

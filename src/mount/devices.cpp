@@ -214,6 +214,12 @@ GpuUserspace find_gpu_userspace(const std::string& mrun_binary, const char* over
       // it anyway, and the link target's path does not exist in the container.
       char* real = ::realpath((lib_dir + "/" + name).c_str(), nullptr);
       if (real == nullptr) continue;
+      struct stat file {};
+      // Only files: the build tree also has libfakegpu.so.1.0.0.p/, meson's object dir.
+      if (::stat(real, &file) != 0 || !S_ISREG(file.st_mode)) {
+        std::free(real);
+        continue;
+      }
       found.libraries.emplace_back(real);
       found.library_names.push_back(name);
       std::free(real);

@@ -245,14 +245,17 @@ def helper(world, user):
         os.chmod(POLICY, mode)
 
     write_policy(f"# test policy ({__file__})\n{devdir}/* user:{USER}\n")
-    yield {"path": path, "dev": devdir, "write_policy": write_policy}
-    if saved is not None:
-        write_policy(saved)
-    else:
-        os.remove(POLICY)
-        if made_dir:
-            os.rmdir("/etc/mrun")
-    shutil.rmtree(devdir)
+    try:
+        yield {"path": path, "dev": devdir, "write_policy": write_policy}
+    finally:
+        shutil.rmtree(devdir, ignore_errors=True)
+        if saved is not None:
+            write_policy(saved)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(POLICY)
+            if made_dir:
+                os.rmdir("/etc/mrun")
 
 
 def run_helper(world, helper, *args, env_extra=None, path=None):

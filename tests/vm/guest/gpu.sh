@@ -1,0 +1,178 @@
+#!/bin/bash
+# gpu.sh - the GPU passthrough suite (issue #7, first part). Runs INSIDE the VM
+# guest, as root (tests/vm/gpu-suite.sh boots it with tests/vm/run-in-vm.sh).
+#
+#   gpu.sh --ko PATH --mrun PATH --helper PATH --gpu-dir DIR
+#
+# DIR is the build tree's src/gpu (libfakegpu.so*, fakegpu-client,
+# fakegpu-client-static). With fakegpu.ko loaded: rootful `mrun run --gpu` runs the
+# injected fakegpu-client to ALL CHECKS PASSED (and the privileged RESET works);
+# rootless as mrun-test with the udev rule's root:fakegpu 0660 nodes: EACCES
+# without --keep-groups, passes with it, RESET EPERM; root:root 0600 nodes:
+# EACCES rootless, and mrun-gpu-helper (setuid copy, policy allowing mrun-test)
+# makes them usable. Prints TAP and copies it to $MRUN_VM_OUT/vm-gpu.tap.
+set -u
+
+ko='' mrun='' helper='' gpu_dir=''
+while (($#)); do
+    case $1 in
+    --ko) ko=$2 ;;
+    --mrun) mrun=$2 ;;
+    --helper) helper=$2 ;;
+    --gpu-dir) gpu_dir=$2 ;;
+    *) echo "gpu.sh: unknown option $1" >&2; exit 2 ;;
+    esac
+    shift 2
+done
+
+out=${MRUN_VM_OUT:-/tmp}
+tap=$out/vm-gpu.tap
+: >"$tap"
+user=mrun-test
+# mrun-test cannot enter /root or the CI clone: world-readable copies. The setuid
+# copy of the helper goes to a root-owned dir on a mount without nosuid.
+stage=/var/tmp/gpu-test
+n=0 failed=0
+
+emit() { printf '%s\n' "$*" | tee -a "$tap"; }
+diag() { printf '%s\n' "$@" | sed 's/^/# /' | tee -a "$tap"; }
+ok() { n=$((n + 1)); emit "ok $n - $1"; }
+not_ok() {
+    n=$((n + 1)) failed=$((failed + 1))
+    emit "not ok $n - $1"
+    shift
+    (($#)) && diag "$@"
+}
+skip() { n=$((n + 1)); emit "ok $n - $1 # SKIP $2"; }
+check() {
+    local name=$1 output
+    shift
+    if output=$("$@" 2>&1); then ok "$name"; else not_ok "$name" "$output"; fi
+}
+# expect_exit NAME CODE PATTERN COMMAND...: COMMAND exits CODE and prints PATTERN (grep -E).
+expect_exit() {
+    local name=$1 want=$2 pattern=$3 output rc
+    shift 3
+    output=$("$@" 2>&1)
+    rc=$?
+    if [[ $rc == "$want" ]] && grep -qE -- "$pattern" <<<"$output"; then
+        ok "$name"
+    else
+        not_ok "$name" "exit $rc (want $want), output must match /$pattern/:" "$output"
+    fi
+}
+finish() {
+    emit "1..$n"
+    diag "$failed of $n tests failed"
+    ((failed == 0))
+    exit
+}
+
+path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+as_user() { runuser -u "$user" -- env -i PATH=$path HOME=$stage/home LANG=C.UTF-8 "$@"; }
+M=$stage/bin/mrun
+R=$stage/rootfs
+# The container's libc for the dynamic client: the guest's own, read-only.
+libs=(-v /usr/lib:/usr/lib:ro -v /usr/lib:/lib:ro -v /usr/lib64:/lib64:ro)
+run_opts=(run --rm --network none --cgroups disabled)
+
+# ---------------------------------------------------------------- setup
+for f in "$ko" "$mrun" "$helper" "$gpu_dir/libfakegpu.so.1" "$gpu_dir/fakegpu-client" "$gpu_dir/fakegpu-client-static"; do
+    [[ -n $f && -r $f ]] || { not_ok "test inputs present" "missing: '$f'"; finish; }
+done
+id "$user" >/dev/null 2>&1 || { not_ok "user $user exists in the guest"; finish; }
+rm -rf "$stage"
+mkdir -m 0755 -p "$stage"/bin "$stage"/gpu "$stage"/sbin "$stage"/x
+install -d -m 0755 -o "$user" "$stage"/home "$stage"/x
+cp "$mrun" "$stage"/bin/
+cp -P "$gpu_dir"/libfakegpu.so* "$gpu_dir"/fakegpu-client "$gpu_dir"/fakegpu-client-static "$stage"/gpu/
+chmod -R a+rX "$stage"
+check "busybox rootfs for the containers" "$M" rootfs busybox "$R"
+chmod 0755 "$R"
+
+lsmod | grep -qw fakegpu && rmmod fakegpu
+check "insmod fakegpu.ko ndev=2" insmod "$ko" ndev=2
+check "nodes are root:root 0600 as the driver makes them" \
+    test "$(stat -c '%U:%G %a' /dev/fakegpu0 /dev/fakegpuctl | sort -u)" = "root:root 600"
+
+# ---------------------------------------------------------------- rootful
+# The build tree's mrun: --gpu finds libfakegpu and the clients next to it.
+expect_exit "rootful --gpu: the injected dynamic fakegpu-client passes" 0 'ALL CHECKS PASSED' \
+    "$mrun" "${run_opts[@]}" --gpu "${libs[@]}" "$R" fakegpu-client
+expect_exit "rootful --gpu: libfakegpu comes from /opt/fakegpu/lib, read-only" 0 \
+    'libfakegpu.so.1 .*ro,' "$mrun" "${run_opts[@]}" --gpu "$R" /bin/sh -c \
+    'ls /opt/fakegpu/lib/libfakegpu.so.1 >/dev/null && grep " /opt/fakegpu/lib/libfakegpu.so.1 " /proc/self/mountinfo | sed "s/^/libfakegpu.so.1 /"'
+expect_exit "rootful --gpu 1: only fakegpu1 and fakegpuctl" 0 '^fakegpu1 fakegpuctl $' \
+    "$mrun" "${run_opts[@]}" --gpu 1 "$R" /bin/sh -c 'cd /dev && echo $(ls -d fakegpu*) ""'
+# The driver checks capable(CAP_SYS_ADMIN) in the initial user namespace: rootful
+# needs the capability (not in the default set); rootless never has it.
+expect_exit "rootful, default capabilities: the privileged RESET ioctl is EPERM" 22 \
+    '^FAIL reset: reset /dev/fakegpu0: EPERM' "$mrun" "${run_opts[@]}" --gpu "$R" fakegpu-client-static --check reset
+expect_exit "rootful --cap-add SYS_ADMIN: the privileged RESET ioctl works" 0 'reset count' \
+    "$mrun" "${run_opts[@]}" --gpu --cap-add SYS_ADMIN "$R" fakegpu-client-static --check reset
+expect_exit "rootful --device /dev/fakegpu0 without libraries: the static client passes" 0 \
+    'ALL CHECKS PASSED' "$mrun" "${run_opts[@]}" --device /dev/fakegpu0 -v "$gpu_dir/fakegpu-client-static:/c:ro" "$R" /c
+
+# ---------------------------------------------------------------- rootless, udev group
+# What helpers/70-fakegpu.rules does (there is no udev in the guest).
+getent group fakegpu >/dev/null || groupadd --system fakegpu
+usermod -aG fakegpu "$user"
+chgrp fakegpu /dev/fakegpu0 /dev/fakegpu1 /dev/fakegpuctl
+chmod 0660 /dev/fakegpu0 /dev/fakegpu1 /dev/fakegpuctl
+export MRUN_FAKEGPU_LIBDIR=$stage/gpu
+ul=(env MRUN_FAKEGPU_LIBDIR="$stage/gpu")
+expect_exit "rootless, root:fakegpu 0660, groups dropped: EACCES at open" 10 \
+    '^FAIL open: open /dev/fakegpu0: EACCES' as_user "${ul[@]}" "$M" "${run_opts[@]}" --gpu "$R" fakegpu-client-static
+expect_exit "rootless, the node shows as nobody:nogroup" 0 'nobody nogroup' \
+    as_user "${ul[@]}" "$M" "${run_opts[@]}" --gpu "$R" /bin/sh -c 'stat -c "%U %G" /dev/fakegpu0'
+expect_exit "rootless --keep-groups: fakegpu-client-static passes" 0 'ALL CHECKS PASSED' \
+    as_user "${ul[@]}" "$M" "${run_opts[@]}" --gpu --keep-groups "$R" fakegpu-client-static
+expect_exit "rootless --keep-groups: the injected dynamic client passes" 0 'ALL CHECKS PASSED' \
+    as_user "${ul[@]}" "$M" "${run_opts[@]}" --gpu --keep-groups "${libs[@]}" "$R" fakegpu-client
+expect_exit "rootless --cap-add SYS_ADMIN: the privileged RESET ioctl is still EPERM" 22 \
+    '^FAIL reset: reset /dev/fakegpu0: EPERM' as_user "${ul[@]}" "$M" "${run_opts[@]}" --gpu \
+    --keep-groups --cap-add SYS_ADMIN "$R" fakegpu-client-static --check reset
+expect_exit "rootless: mknod of the fakegpu node is EPERM even with CAP_MKNOD" 1 'errno=EPERM|Operation not permitted' \
+    as_user "${ul[@]}" "$M" "${run_opts[@]}" --cap-add MKNOD "$R" /bin/sh -c \
+    "mknod /dev/fakegpu0 c $(awk '$2 == "fakegpu" {print $1}' /proc/devices) 0"
+
+# ---------------------------------------------------------------- rootless, root:root 0600
+chgrp root /dev/fakegpu0 /dev/fakegpu1 /dev/fakegpuctl
+chmod 0600 /dev/fakegpu0 /dev/fakegpu1 /dev/fakegpuctl
+expect_exit "rootless, root:root 0600: EACCES even as container root with --keep-groups" 10 \
+    '^FAIL open: open /dev/fakegpu0: EACCES' as_user "${ul[@]}" "$M" "${run_opts[@]}" --gpu --keep-groups "$R" fakegpu-client-static
+
+install -m 4755 -o root -g root "$helper" "$stage"/sbin/mrun-gpu-helper
+mkdir -p /etc/mrun
+printf '/dev/fakegpu[0-9]* user:%s\n/dev/fakegpuctl user:%s\n' "$user" "$user" >/etc/mrun/gpu-helper.conf
+chmod 0644 /etc/mrun/gpu-helper.conf
+H=$stage/sbin/mrun-gpu-helper
+if findmnt -no OPTIONS -T "$stage"/sbin | grep -qw nosuid; then
+    skip "helper makes root:root 0600 nodes usable" "$stage is on a nosuid mount"
+else
+    rm -f "$stage"/x/*
+    as_user "${ul[@]}" "$M" "${run_opts[@]}" --name gpu-helper --gpu -v "$stage/x:/x" "$R" /bin/sh -c \
+        'fakegpu-client-static --check open >/x/before 2>&1; touch /x/ready; i=0
+         while [ ! -e /x/go ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
+         fakegpu-client-static >/x/after 2>&1; echo "exit $?" >>/x/after' &
+    container=$!
+    for _ in $(seq 200); do [[ -e $stage/x/ready ]] && break; sleep 0.1; done
+    pid=$(as_user "$M" list --format json | python3 -c \
+        'import json,sys; print(next(c["pid"] for c in json.load(sys.stdin) if c["name"] == "gpu-helper"))')
+    expect_exit "before the helper: EACCES in the container" 0 'EACCES' cat "$stage"/x/before
+    expect_exit "helper refuses a device the policy does not name (/dev/null)" 6 'not allowed' \
+        as_user "$H" "$pid" /dev/null /dev/fakegpu0
+    expect_exit "helper refuses the setuid-less build copy" 3 'setuid root' as_user "$helper" "$pid" /dev/fakegpu0
+    expect_exit "helper: /dev/fakegpu0 into the container" 0 'fakegpu0 .* -> /dev/fakegpu0' \
+        as_user "$H" "$pid" /dev/fakegpu0
+    expect_exit "helper: /dev/fakegpuctl into the container" 0 'fakegpuctl' as_user "$H" "$pid" /dev/fakegpuctl
+    touch "$stage"/x/go
+    wait "$container"
+    expect_exit "after the helper: fakegpu-client passes in the rootless container" 0 \
+        'ALL CHECKS PASSED' cat "$stage"/x/after
+    check "the host nodes are still root:root 0600" \
+        test "$(stat -c '%U:%G %a' /dev/fakegpu0 /dev/fakegpuctl | sort -u)" = "root:root 600"
+fi
+
+check "rmmod fakegpu (no container holds a node)" rmmod fakegpu
+finish
