@@ -75,6 +75,23 @@ def test_device_rootful_mknod_rootless_bind(mrun, rootfs):
         assert dev == host.st_dev, f"rootless: expected the host node bind-mounted\n{r!r}"
 
 
+def test_device_target_resolves_inside_the_rootfs(mrun, private_rootfs, name):
+    """A symlink in the image on the way to the container path resolves inside the
+    image (RESOLVE_IN_ROOT, as for volumes), never on the host."""
+    leaf = f"mrun-dev-escape-{name}"
+    os.symlink("/tmp", os.path.join(private_rootfs, "devlink"))
+    r = M.run_sh(mrun, private_rootfs, f"test -c /tmp/{leaf} && echo inside", "--network", "none",
+                 "--overlay", "none", "--device", f"/dev/null:/devlink/{leaf}")
+    try:
+        M.assert_rc(r)
+        assert r.out.strip() == "inside", r
+        assert not os.path.lexists(f"/tmp/{leaf}"), "the node landed on the host's /tmp"
+        assert os.path.lexists(os.path.join(private_rootfs, "tmp", leaf)), r
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(f"/tmp/{leaf}")
+
+
 @pytest.mark.parametrize("kind", ["block", "regular", "missing", "directory"])
 def test_device_refused(mrun, rootfs, name, tmp_path, kind):
     if kind == "block":
