@@ -16,60 +16,22 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-repo=$(cd "$here/../.." && pwd)
-build=${MRUN_BUILD_DIR:-$repo/build}
-timeout_s=240
-while (($#)); do
-    case $1 in
-    --timeout) timeout_s=$2; shift 2 ;;
-    -h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "cgroup-suite: unknown option $1" >&2; exit 2 ;;
-    esac
-done
-[[ -d $build ]] || { echo "cgroup-suite: no build dir $build (meson setup build && meson compile -C build)" >&2; exit 2; }
-build=$(cd "$build" && pwd)
-out=$build/vm-cgroup
-rm -rf "$out"
-mkdir -p "$out"
-tap=$out/suite.tap
-
-# finish TAP_LINES...: write the final TAP (guest lines + our own), publish it, exit.
-finish() {
-    local lines=("$@") i=0 line
-    : >"$tap"
-    for line in "${lines[@]}"; do
-        case $line in
-        "ok "* | "not ok "*)
-            i=$((i + 1))
-            line=$(sed -E "s/^(ok|not ok) [0-9]+/\1 $i/" <<<"$line")
-            ;;
-        esac
-        printf '%s\n' "$line" >>"$tap"
-    done
-    printf '1..%d\n' "$i" >>"$tap"
-    cat "$tap"
-    if [[ -n ${MRUN_RESULTS_DIR:-} ]]; then
-        mkdir -p "$MRUN_RESULTS_DIR"
-        cp "$tap" "$MRUN_RESULTS_DIR/vm-cgroup.tap"
-    fi
-    if grep -q '^not ok' "$tap"; then
-        echo "cgroup-suite: $(grep -c '^not ok' "$tap") of $i tests failed (TAP: $tap)" >&2
-        exit 1
-    fi
-    echo "cgroup-suite: all $i tests passed or skipped (TAP: $tap)" >&2
-    exit 0
-}
+# shellcheck source=tests/vm/suite-lib.sh
+source "$here/suite-lib.sh"
+[[ ${1:-} == -h || ${1:-} == --help ]] && { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0; }
+SUITE_TIMEOUT=240 suite_init cgroup "$@"
+((${#SUITE_ARGS[@]} == 0)) || { echo "cgroup-suite: unknown option ${SUITE_ARGS[0]}" >&2; exit 2; }
 
 # ---------------------------------------------------------------- prerequisites
 command -v qemu-system-x86_64 >/dev/null ||
-    finish "ok 1 - cgroup v2 limits in a VM # SKIP qemu-system-x86_64 is not installed (scripts/install-deps.sh)"
+    suite_finish "ok 1 - cgroup v2 limits in a VM # SKIP qemu-system-x86_64 is not installed (scripts/install-deps.sh)"
 [[ -x /bin/busybox || -x /usr/bin/busybox ]] ||
-    finish "ok 1 - cgroup v2 limits in a VM # SKIP busybox-static is not installed (scripts/install-deps.sh)"
+    suite_finish "ok 1 - cgroup v2 limits in a VM # SKIP busybox-static is not installed (scripts/install-deps.sh)"
 compgen -G '/boot/vmlinuz-*-amd64' >/dev/null ||
-    finish "ok 1 - cgroup v2 limits in a VM # SKIP no Debian kernel in /boot (apt-get install linux-image-amd64)"
+    suite_finish "ok 1 - cgroup v2 limits in a VM # SKIP no Debian kernel in /boot (apt-get install linux-image-amd64)"
 mrun=$build/src/mrun hog=$build/tests/probe/hog
 for p in "$mrun" "$hog"; do
-    [[ -x $p ]] || finish "not ok 1 - test programs built: missing $p (meson compile -C $build)"
+    [[ -x $p ]] || suite_finish "not ok 1 - test programs built: missing $p (meson compile -C $build)"
 done
 
 # ---------------------------------------------------------------- run
@@ -79,12 +41,4 @@ start=$SECONDS
 rc=$?
 echo "cgroup-suite: guest run took $((SECONDS - start))s" >&2
 
-mapfile -t lines < <(grep -vE '^1\.\.[0-9]+$' "$out/cgroup.tap" 2>/dev/null)
-case $rc in
-0 | 1) ;; # the guest's own verdict is in its TAP
-123) lines+=("not ok 0 - guest kernel log clean (run-in-vm found an oops/BUG/WARNING: $out/dmesg.txt)") ;;
-124) lines+=("not ok 0 - guest finished within ${timeout_s}s (hung; console: $out/console.log)") ;;
-*) lines+=("not ok 0 - VM run (run-in-vm.sh exit $rc; see $out/guest.log)") ;;
-esac
-((${#lines[@]})) || lines=("not ok 0 - guest produced TAP (exit $rc)")
-finish "${lines[@]}"
+suite_collect "$rc" "$out/cgroup.tap"

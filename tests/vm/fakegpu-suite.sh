@@ -14,54 +14,21 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-repo=$(cd "$here/../.." && pwd)
-build=${MRUN_BUILD_DIR:-$repo/build}
-fuzz_seconds=20 timeout_s=900
+# shellcheck source=tests/vm/suite-lib.sh
+source "$here/suite-lib.sh"
+[[ ${1:-} == -h || ${1:-} == --help ]] && { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0; }
+SUITE_TIMEOUT=900 suite_init fakegpu "$@"
+fuzz_seconds=20
+set -- "${SUITE_ARGS[@]+"${SUITE_ARGS[@]}"}"
 while (($#)); do
     case $1 in
     --fuzz-seconds) fuzz_seconds=$2; shift 2 ;;
-    --timeout) timeout_s=$2; shift 2 ;;
-    -h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "fakegpu-suite: unknown option $1" >&2; exit 2 ;;
     esac
 done
-[[ -d $build ]] || { echo "fakegpu-suite: no build dir $build (meson setup build && meson compile -C build)" >&2; exit 2; }
-build=$(cd "$build" && pwd)
-out=$build/vm-fakegpu
-mkdir -p "$out"
-tap=$out/suite.tap
-
-# finish TAP_LINES...: write the final TAP (guest lines + our own), publish it, exit.
-finish() {
-    local lines=("$@") i=0 line
-    : >"$tap"
-    for line in "${lines[@]}"; do
-        case $line in
-        "ok "* | "not ok "*)
-            i=$((i + 1))
-            # Renumber: our own lines come after the guest's.
-            line=$(sed -E "s/^(ok|not ok) [0-9]+/\1 $i/" <<<"$line")
-            ;;
-        esac
-        printf '%s\n' "$line" >>"$tap"
-    done
-    printf '1..%d\n' "$i" >>"$tap"
-    if [[ -n ${MRUN_RESULTS_DIR:-} ]]; then
-        mkdir -p "$MRUN_RESULTS_DIR"
-        cp "$tap" "$MRUN_RESULTS_DIR/vm-fakegpu.tap"
-    fi
-    if grep -q '^not ok' "$tap"; then
-        echo "fakegpu-suite: $(grep -c '^not ok' "$tap") of $i tests failed (TAP: $tap)" >&2
-        exit 1
-    fi
-    echo "fakegpu-suite: all $i tests passed (TAP: $tap)" >&2
-    exit 0
-}
 
 # ---------------------------------------------------------------- inputs
-if ! ko=$("$repo/kmod/build.sh" "$build/kmod" 2>"$out/kmod-build.log" | tail -n 1) || [[ ! -r $ko ]]; then
-    finish "not ok 1 - build fakegpu.ko" "$(sed 's/^/# /' "$out/kmod-build.log" | tail -n 20)"
-fi
+suite_build_module
 
 # find NAME: the program in the standard meson layout, or anywhere in the build dir.
 find_prog() {
@@ -79,7 +46,7 @@ for name in fakegpu-client fakegpu-client-static fakegpu-bench fakegpu-abi-test 
     [[ -n ${prog[$name]} ]] || missing+=("$name")
 done
 if ((${#missing[@]})); then
-    finish "not ok 1 - test programs built: missing ${missing[*]} in $build (meson compile -C $build; tests/kmod needs subdir('kmod') in tests/meson.build)"
+    suite_finish "not ok 1 - test programs built: missing ${missing[*]} in $build (meson compile -C $build; tests/kmod needs subdir('kmod') in tests/meson.build)"
 fi
 
 # ---------------------------------------------------------------- run
@@ -87,15 +54,7 @@ fi
     "$here/guest/fakegpu.sh" --ko "$ko" \
     --client "${prog[fakegpu-client]}" --client-static "${prog[fakegpu-client-static]}" \
     --bench "${prog[fakegpu-bench]}" --abi-test "${prog[fakegpu-abi-test]}" --fuzz "${prog[fakegpu-fuzz]}" \
-    --fuzz-seconds "$fuzz_seconds"
+    --fuzz-seconds "$fuzz_seconds" >&2
 rc=$?
 
-mapfile -t lines < <(grep -vE '^1\.\.[0-9]+$' "$out/fakegpu.tap" 2>/dev/null)
-case $rc in
-0 | 1) ;; # the guest's own verdict is in its TAP
-123) lines+=("not ok 0 - guest kernel log clean (run-in-vm found an oops/BUG/WARNING: $out/dmesg.txt)") ;;
-124) lines+=("not ok 0 - guest finished within ${timeout_s}s (hung; console: $out/console.log)") ;;
-*) lines+=("not ok 0 - VM run (run-in-vm.sh exit $rc; see $out/guest.log)") ;;
-esac
-((${#lines[@]})) || lines=("not ok 0 - guest produced TAP (exit $rc)")
-finish "${lines[@]}"
+suite_collect "$rc" "$out/fakegpu.tap"

@@ -1,0 +1,83 @@
+# suite-lib.sh - the host side every VM suite shares; sourced by tests/vm/*-suite.sh.
+#
+#   suite_init NAME "$@"     options --timeout S (default $SUITE_TIMEOUT) plus the
+#                            suite's own (left in SUITE_ARGS); sets build, out, tap
+#   suite_finish LINE...     write the final TAP (renumbered), publish, exit 0/1
+#   suite_collect RC FILE    the guest's TAP plus a failed test for a VM-level failure
+#                            (kernel oops or warning: 123, hung: 124, harness: other)
+#   suite_build_module       build fakegpu.ko into $build/kmod; sets ko
+#
+# The final TAP goes to stdout and $out/suite.tap, and, when MRUN_RESULTS_DIR is
+# set, to $MRUN_RESULTS_DIR/vm-NAME.tap (scripts/test.sh adds those up).
+# shellcheck shell=bash
+
+suite_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$suite_here/../.." && pwd)
+
+suite_init() {
+    suite_name=$1; shift
+    timeout_s=${SUITE_TIMEOUT:-300}
+    SUITE_ARGS=()
+    while (($#)); do
+        case $1 in
+        --timeout) timeout_s=$2; shift 2 ;;
+        *) SUITE_ARGS+=("$1"); shift ;;
+        esac
+    done
+    build=${MRUN_BUILD_DIR:-$repo/build}
+    [[ -d $build ]] || {
+        echo "$suite_name-suite: no build dir $build (meson setup build && meson compile -C build)" >&2
+        exit 2
+    }
+    build=$(cd "$build" && pwd)
+    out=$build/vm-$suite_name
+    rm -rf "$out"
+    mkdir -p "$out"
+    tap=$out/suite.tap
+}
+
+suite_finish() {
+    local i=0 line
+    : >"$tap"
+    for line in "$@"; do
+        case $line in
+        "ok "* | "not ok "*)
+            i=$((i + 1))
+            # Renumber: our own lines come after the guest's.
+            line=$(sed -E "s/^(ok|not ok) [0-9]+/\1 $i/" <<<"$line")
+            ;;
+        esac
+        printf '%s\n' "$line" >>"$tap"
+    done
+    printf '1..%d\n' "$i" >>"$tap"
+    cat "$tap"
+    if [[ -n ${MRUN_RESULTS_DIR:-} ]]; then
+        mkdir -p "$MRUN_RESULTS_DIR"
+        cp "$tap" "$MRUN_RESULTS_DIR/vm-$suite_name.tap"
+    fi
+    if grep -q '^not ok' "$tap"; then
+        echo "$suite_name-suite: $(grep -c '^not ok' "$tap") of $i tests failed (TAP: $tap)" >&2
+        exit 1
+    fi
+    echo "$suite_name-suite: all $i tests passed or skipped (TAP: $tap)" >&2
+    exit 0
+}
+
+suite_collect() {
+    local rc=$1 guest_tap=$2 lines=()
+    mapfile -t lines < <(grep -vE '^1\.\.[0-9]+$' "$guest_tap" 2>/dev/null)
+    case $rc in
+    0 | 1) ;; # the guest's own verdict is in its TAP
+    123) lines+=("not ok 0 - guest kernel log clean (run-in-vm found an oops/BUG/WARNING: $out/dmesg.txt)") ;;
+    124) lines+=("not ok 0 - guest finished within ${timeout_s}s (hung; console: $out/console.log)") ;;
+    *) lines+=("not ok 0 - VM run (run-in-vm.sh exit $rc; see $out/guest.log)") ;;
+    esac
+    ((${#lines[@]})) || lines=("not ok 0 - guest produced TAP (exit $rc)")
+    suite_finish "${lines[@]}"
+}
+
+suite_build_module() {
+    if ! ko=$("$repo/kmod/build.sh" "$build/kmod" 2>"$out/kmod-build.log" | tail -n 1) || [[ ! -r $ko ]]; then
+        suite_finish "not ok 1 - build fakegpu.ko" "$(sed 's/^/# /' "$out/kmod-build.log" | tail -n 20)"
+    fi
+}
