@@ -41,15 +41,7 @@ stage=/tmp/cgroup-test # world-readable copies: mrun-test cannot enter /root
 n=0 failed=0
 
 # ---------------------------------------------------------------- TAP
-emit() { printf '%s\n' "$*" | tee -a "$tap"; }
-diag() { printf '%s\n' "$@" | sed 's/^/# /' | tee -a "$tap"; }
-ok() { n=$((n + 1)); emit "ok $n - $1"; }
-not_ok() {
-    n=$((n + 1)) failed=$((failed + 1))
-    emit "not ok $n - $1"
-    shift
-    (($#)) && diag "$@"
-}
+source "$(dirname "${BASH_SOURCE[0]}")/tap-lib.sh"
 finish() {
     emit "1..$n"
     exit $((failed > 0))

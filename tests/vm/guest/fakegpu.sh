@@ -38,34 +38,7 @@ stage=/tmp/fakegpu-test # world-readable copies: mrun-test cannot enter /root
 n=0 failed=0
 
 # ---------------------------------------------------------------- TAP
-emit() { printf '%s\n' "$*" | tee -a "$tap"; }
-diag() { printf '%s\n' "$@" | sed 's/^/# /' | tee -a "$tap"; }
-ok() { n=$((n + 1)); emit "ok $n - $1"; }
-not_ok() {
-    n=$((n + 1)) failed=$((failed + 1))
-    emit "not ok $n - $1"
-    shift
-    (($#)) && diag "$@"
-}
-skip() { n=$((n + 1)); emit "ok $n - $1 # SKIP $2"; }
-# check NAME COMMAND...: ok if COMMAND succeeds; its output becomes diagnostics on failure.
-check() {
-    local name=$1 output
-    shift
-    if output=$("$@" 2>&1); then ok "$name"; else not_ok "$name" "$output"; fi
-}
-# expect_exit NAME CODE PATTERN COMMAND...: COMMAND exits CODE and prints PATTERN (grep -E).
-expect_exit() {
-    local name=$1 want=$2 pattern=$3 output rc
-    shift 3
-    output=$("$@" 2>&1)
-    rc=$?
-    if [[ $rc == "$want" ]] && grep -qE -- "$pattern" <<<"$output"; then
-        ok "$name"
-    else
-        not_ok "$name" "exit $rc (want $want), output must match /$pattern/:" "$output"
-    fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/tap-lib.sh"
 # import_results PREFIX COMMAND...: one TAP line per "PASS x"/"FAIL x: why" line.
 import_results() {
     local prefix=$1 line rc results

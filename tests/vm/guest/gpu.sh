@@ -34,33 +34,7 @@ user=mrun-test
 stage=/var/tmp/gpu-test
 n=0 failed=0
 
-emit() { printf '%s\n' "$*" | tee -a "$tap"; }
-diag() { printf '%s\n' "$@" | sed 's/^/# /' | tee -a "$tap"; }
-ok() { n=$((n + 1)); emit "ok $n - $1"; }
-not_ok() {
-    n=$((n + 1)) failed=$((failed + 1))
-    emit "not ok $n - $1"
-    shift
-    (($#)) && diag "$@"
-}
-skip() { n=$((n + 1)); emit "ok $n - $1 # SKIP $2"; }
-check() {
-    local name=$1 output
-    shift
-    if output=$("$@" 2>&1); then ok "$name"; else not_ok "$name" "$output"; fi
-}
-# expect_exit NAME CODE PATTERN COMMAND...: COMMAND exits CODE and prints PATTERN (grep -E).
-expect_exit() {
-    local name=$1 want=$2 pattern=$3 output rc
-    shift 3
-    output=$("$@" 2>&1)
-    rc=$?
-    if [[ $rc == "$want" ]] && grep -qE -- "$pattern" <<<"$output"; then
-        ok "$name"
-    else
-        not_ok "$name" "exit $rc (want $want), output must match /$pattern/:" "$output"
-    fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/tap-lib.sh"
 finish() {
     emit "1..$n"
     diag "$failed of $n tests failed"
@@ -143,6 +117,9 @@ expect_exit "rootless, root:root 0600: EACCES even as container root with --keep
     '^FAIL open: open /dev/fakegpu0: EACCES' as_user "${ul[@]}" "$M" "${run_opts[@]}" --gpu --keep-groups "$R" fakegpu-client-static
 
 install -m 4755 -o root -g root "$helper" "$stage"/sbin/mrun-gpu-helper
+# The same binary without the setuid bit, where mrun-test can run it (the build
+# dir may sit under /root): the helper must refuse to work when it is not setuid root.
+install -m 0755 "$helper" "$stage"/mrun-gpu-helper-plain
 mkdir -p /etc/mrun
 printf '/dev/fakegpu[0-9]* user:%s\n/dev/fakegpuctl user:%s\n' "$user" "$user" >/etc/mrun/gpu-helper.conf
 chmod 0644 /etc/mrun/gpu-helper.conf
@@ -162,7 +139,7 @@ else
     expect_exit "before the helper: EACCES in the container" 0 'EACCES' cat "$stage"/x/before
     expect_exit "helper refuses a device the policy does not name (/dev/null)" 6 'not allowed' \
         as_user "$H" "$pid" /dev/null /dev/fakegpu0
-    expect_exit "helper refuses the setuid-less build copy" 3 'setuid root' as_user "$helper" "$pid" /dev/fakegpu0
+    expect_exit "helper refuses a copy without the setuid bit" 3 'setuid root' as_user "$stage"/mrun-gpu-helper-plain "$pid" /dev/fakegpu0
     expect_exit "helper: /dev/fakegpu0 into the container" 0 'fakegpu0 .* -> /dev/fakegpu0' \
         as_user "$H" "$pid" /dev/fakegpu0
     expect_exit "helper: /dev/fakegpuctl into the container" 0 'fakegpuctl' as_user "$H" "$pid" /dev/fakegpuctl
