@@ -25,17 +25,9 @@ set -euo pipefail
 runs=${1:-20}
 mib=${2:-512}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-repo=$(cd "$here/.." && pwd)
-build=${MRUN_BUILD_DIR:-$repo/build}
-case $build in /*) ;; *) build=$repo/$build ;; esac
-user=${MRUN_BENCH_USER:-mrun-test}
-
-[ "$(id -u)" -eq 0 ] || { echo "bench: run as root (it measures as $user)" >&2; exit 1; }
-[ -x "$build/src/mrun" ] || { echo "bench: $build/src/mrun not built" >&2; exit 1; }
-for tool in slirp4netns pasta busybox python3; do
-  command -v "$tool" >/dev/null || { echo "bench: $tool missing: run scripts/install-deps.sh" >&2; exit 1; }
-done
-bash "$repo/tests/setup-user.sh" "$user" >/dev/null
+# shellcheck source=bench/bench-lib.sh
+source "$here/bench-lib.sh"
+bench_setup slirp4netns pasta busybox python3
 
 stage=$(mktemp -d /var/tmp/mrun-netbench.XXXXXX)
 trap 'rm -rf --one-file-system "$stage"' EXIT

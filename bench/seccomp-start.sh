@@ -16,15 +16,9 @@ set -euo pipefail
 
 runs=${1:-50}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-repo=$(cd "$here/.." && pwd)
-build=${MRUN_BUILD_DIR:-$repo/build}
-case $build in /*) ;; *) build=$repo/$build ;; esac
-user=${MRUN_BENCH_USER:-mrun-test}
-
-[ "$(id -u)" -eq 0 ] || { echo "bench: run as root (it measures as $user and as root)" >&2; exit 1; }
-[ -x "$build/src/mrun" ] || { echo "bench: $build/src/mrun not built" >&2; exit 1; }
-command -v hyperfine >/dev/null || { echo "bench: hyperfine missing: run scripts/install-deps.sh" >&2; exit 1; }
-bash "$repo/tests/setup-user.sh" "$user" >/dev/null
+# shellcheck source=bench/bench-lib.sh
+source "$here/bench-lib.sh"
+bench_setup hyperfine
 
 stage=$(mktemp -d /var/tmp/mrun-bench-seccomp.XXXXXX)
 trap 'rm -rf --one-file-system "$stage"' EXIT

@@ -68,17 +68,9 @@ fi
 
 runs=${1:-50}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-repo=$(cd "$here/.." && pwd)
-build=${MRUN_BUILD_DIR:-$repo/build}
-case $build in /*) ;; *) build=$repo/$build ;; esac
-user=${MRUN_BENCH_USER:-mrun-test}
-
-[ "$(id -u)" -eq 0 ] || { echo "bench: run as root (it measures as $user)" >&2; exit 1; }
-[ -x "$build/src/mrun" ] || { echo "bench: $build/src/mrun not built" >&2; exit 1; }
-for tool in crun bwrap unshare /usr/bin/time python3; do
-  command -v "$tool" >/dev/null || { echo "bench: $tool missing: run scripts/install-deps.sh" >&2; exit 1; }
-done
-bash "$repo/tests/setup-user.sh" "$user" >/dev/null
+# shellcheck source=bench/bench-lib.sh
+source "$here/bench-lib.sh"
+bench_setup crun bwrap unshare /usr/bin/time python3
 
 stage=$(mktemp -d /var/tmp/mrun-bench.XXXXXX)
 trap 'rm -rf --one-file-system "$stage"' EXIT

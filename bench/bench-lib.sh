@@ -1,0 +1,19 @@
+# bench-lib.sh - what every benchmark does first (sourced): find the build, check that
+# it runs as root (it measures as the unprivileged user, default mrun-test, made with
+# tests/setup-user.sh) and that the tools it compares against are installed.
+#   bench_setup TOOL...      sets repo, build, user
+# shellcheck shell=bash
+
+bench_setup() {
+    repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+    build=${MRUN_BUILD_DIR:-$repo/build}
+    case $build in /*) ;; *) build=$repo/$build ;; esac
+    user=${MRUN_BENCH_USER:-mrun-test}
+    [ "$(id -u)" -eq 0 ] || { echo "bench: run as root (it measures as $user)" >&2; exit 1; }
+    [ -x "$build/src/mrun" ] || { echo "bench: $build/src/mrun not built (scripts/build.sh)" >&2; exit 1; }
+    local tool
+    for tool in "$@"; do
+        command -v "$tool" >/dev/null || { echo "bench: $tool missing: run scripts/install-deps.sh" >&2; exit 1; }
+    done
+    bash "$repo/tests/setup-user.sh" "$user" >/dev/null
+}
