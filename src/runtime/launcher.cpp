@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <linux/sched.h>
-#include <pwd.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -32,33 +31,25 @@
 #include "sys/spawn.hpp"
 #include "sys/syscalls.hpp"
 #include "userns/apply_idmap.hpp"
+#include "userns/caller.hpp"
 #include "userns/idmap.hpp"
 
 namespace mrun::runtime {
 
 namespace {
 
-std::string caller_name() {
-  struct passwd* pw = ::getpwuid(::getuid());
-  return pw != nullptr ? pw->pw_name : std::to_string(::getuid());
-}
-
 userns::IdMapPlan plan_ids(const ContainerConfig& config, const PrivilegeModel& privilege,
                            const Context& ctx) {
   if (!privilege.new_user_namespace) return {};
   bool want_subordinate = config.userns == UsernsMode::automatic && !privilege.rootful;
-  std::vector<userns::SubIdRange> subuids, subgids;
-  if (want_subordinate) {
-    subuids = userns::read_subid_file(ctx.subuid_file, caller_name(), ::getuid());
-    subgids = userns::read_subid_file(ctx.subgid_file, caller_name(), ::getuid());
-  }
-  auto plan = userns::plan_id_maps(::getuid(), ::getgid(), subuids, subgids, want_subordinate);
+  auto plan = userns::plan_caller_maps(ctx.subuid_file, ctx.subgid_file, want_subordinate);
   if (want_subordinate && plan.kind == userns::MapKind::single) {
-    ctx.log.warn("no subordinate ids for " + caller_name() + " in " + ctx.subuid_file + " and " +
+    const std::string caller = userns::caller_name();
+    ctx.log.warn("no subordinate ids for " + caller + " in " + ctx.subuid_file + " and " +
                  ctx.subgid_file +
                  ": only container root is mapped (add a range with "
                  "`usermod --add-subuids 100000-165535 --add-subgids 100000-165535 " +
-                 caller_name() + "`)");
+                 caller + "`)");
   }
   return plan;
 }
@@ -112,8 +103,7 @@ void wait_for_fuse_mount(pid_t container, const std::string& merged, int fuse_pi
 // namespaces, where the rootfs must appear. It dies with mrun (parent-death signal).
 sys::SpawnedProcess start_fuse_overlay(const LaunchSpec& spec, pid_t container, int container_pidfd,
                                        const std::string& state_dir) {
-  std::string program =
-      sys::find_in_path("fuse-overlayfs", std::getenv("PATH") ? std::getenv("PATH") : "");
+  std::string program = sys::find_program("fuse-overlayfs");
   if (program.empty()) {
     throw Error("fuse-overlayfs not found in PATH", ENOENT,
                 "install it (apt-get install fuse-overlayfs) or use --overlay=native");

@@ -1,7 +1,6 @@
 #include "runtime/storage.hpp"
 
 #include <fcntl.h>
-#include <pwd.h>
 #include <sched.h>
 #include <signal.h>
 #include <unistd.h>
@@ -12,6 +11,7 @@
 #include "sys/fs.hpp"
 #include "sys/syscalls.hpp"
 #include "userns/apply_idmap.hpp"
+#include "userns/caller.hpp"
 #include "userns/idmap.hpp"
 
 namespace mrun::runtime {
@@ -21,15 +21,8 @@ std::string storage_dir_for(const Context& ctx, const std::string& name) {
 }
 
 namespace {
-std::string user_name() {
-  struct passwd* pw = ::getpwuid(::getuid());
-  return pw != nullptr ? pw->pw_name : std::to_string(::getuid());
-}
-
 bool remove_in_user_namespace(const Context& ctx, const std::string& dir) {
-  auto subuids = userns::read_subid_file(ctx.subuid_file, user_name(), ::getuid());
-  auto subgids = userns::read_subid_file(ctx.subgid_file, user_name(), ::getuid());
-  auto plan = userns::plan_id_maps(::getuid(), ::getgid(), subuids, subgids, true);
+  auto plan = userns::plan_caller_maps(ctx.subuid_file, ctx.subgid_file, true);
   int go[2];
   if (::pipe2(go, O_CLOEXEC) != 0) return false;
   UniqueFd go_read(go[0]);
