@@ -155,8 +155,7 @@ runtime::UserSpec parse_user(const std::string& spec, const std::string& rootfs)
 // As podman: a user-mode network by default when slirp4netns is there to provide it.
 runtime::NetworkMode choose_network(const std::string& requested, const runtime::Context& ctx) {
   if (!requested.empty()) return *runtime::parse_network_mode(requested);
-  const char* path = std::getenv("PATH");
-  if (!sys::find_in_path("slirp4netns", path ? path : "").empty()) {
+  if (!sys::find_program("slirp4netns").empty()) {
     return runtime::NetworkMode::slirp4netns;
   }
   ctx.log.warn(

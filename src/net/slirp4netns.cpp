@@ -47,13 +47,7 @@ std::string api_call(const std::string& socket_path, const std::string& request)
     sent += static_cast<std::size_t>(n);
   }
   ::shutdown(fd.get(), SHUT_WR);
-  std::string reply;
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::read(fd.get(), buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
-    if (n > 0) reply.append(buf, static_cast<std::size_t>(n));
-  }
-  return reply;
+  return sys::read_all(fd.get());
 }
 
 void publish_port(const std::string& socket_path, const PublishSpec& spec) {

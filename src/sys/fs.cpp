@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -21,6 +22,16 @@ std::optional<std::string> read_file(const std::string& path) {
   std::ostringstream content;
   content << in.rdbuf();
   return content.str();
+}
+
+std::string read_all(int fd) {
+  std::string content;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
+    if (n > 0) content.append(buf, static_cast<std::size_t>(n));
+  }
+  return content;
 }
 
 void write_file(const std::string& path, const std::string& content) {
@@ -162,6 +173,11 @@ std::string find_in_path(const std::string& name, const std::string& path_var) {
     if (::access(candidate.c_str(), X_OK) == 0 && !is_dir(candidate)) return candidate;
   }
   return {};
+}
+
+std::string find_program(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  return find_in_path(name, path != nullptr ? path : "");
 }
 
 }  // namespace mrun::sys

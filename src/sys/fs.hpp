@@ -9,6 +9,8 @@
 namespace mrun::sys {
 
 std::optional<std::string> read_file(const std::string& path);
+// Reads `fd` until end-of-file (a pipe whose writers all closed, a socket shut down).
+std::string read_all(int fd);
 void write_file(const std::string& path, const std::string& content);
 // Write to a temporary file in the same directory, rename over `path`: readers see
 // the old or the new content, never a torn one. (Not durable across a crash of the
@@ -27,5 +29,7 @@ bool exists(const std::string& path);
 bool is_dir(const std::string& path);
 // Search PATH for an executable, like execvp: "" when not found.
 std::string find_in_path(const std::string& name, const std::string& path_var);
+// The same against mrun's own $PATH, for the helper programs mrun runs on the host.
+std::string find_program(const std::string& name);
 
 }  // namespace mrun::sys

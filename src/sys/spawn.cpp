@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "base/error.hpp"
+#include "sys/fs.hpp"
 #include "sys/syscalls.hpp"
 
 namespace mrun::sys {
@@ -67,12 +68,7 @@ SpawnedProcess spawn_program(const std::vector<std::string>& argv, const SpawnOp
   child.pid = pid;
   child.pidfd = pidfd_open(pid);
 
-  std::string report;
-  char buf[512];
-  ssize_t n;
-  while ((n = ::read(status_read.get(), buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
-    if (n > 0) report.append(buf, static_cast<std::size_t>(n));
-  }
+  std::string report = read_all(status_read.get());
   if (!report.empty()) {
     wait_pidfd(child.pidfd.get());
     auto colon = report.find(':');
@@ -107,11 +103,7 @@ std::vector<ProgramResult> run_programs(const std::vector<std::vector<std::strin
   std::vector<ProgramResult> results;
   for (auto& r : running) {
     ProgramResult result;
-    char buf[4096];
-    ssize_t n;
-    while ((n = ::read(r.output.get(), buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
-      if (n > 0) result.output.append(buf, static_cast<std::size_t>(n));
-    }
+    result.output = read_all(r.output.get());
     result.status = wait_pidfd(r.process.pidfd.get());
     results.push_back(std::move(result));
   }

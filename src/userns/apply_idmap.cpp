@@ -11,7 +11,7 @@ namespace mrun::userns {
 
 namespace {
 std::string find_helper(const std::string& program) {
-  std::string found = sys::find_in_path(program, std::getenv("PATH") ? std::getenv("PATH") : "");
+  std::string found = sys::find_program(program);
   if (found.empty()) {
     throw Error(program + " not found in PATH", ENOENT,
                 "install the uidmap package, or run with --userns=single");
