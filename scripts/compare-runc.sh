@@ -77,9 +77,7 @@ EOF
 }
 
 # A private mount namespace where crun's hybrid-cgroup check reads no controllers.
-: >"$stage/empty"
-crun_ns=(unshare -m --propagation private sh -c
-         "mount --bind '$stage/empty' /sys/fs/cgroup/unified/cgroup.controllers && exec \"\$@\"" sh)
+bench_hybrid_ns "$stage"
 
 # in_mode MODE CMD...: CMD in the stage dir with a clean environment, as the user (MODE
 # user) or as root (MODE root); HOME is per mode so that mrun's data dir is known.
@@ -103,8 +101,8 @@ trace() {
   esac
   if [ "$rt" = crun ] && ! in_mode "$mode" "${cmd[@]}" >"$dir/crun.plain" 2>&1; then
     in_mode "$mode" crun --root "$dir/state-crun" delete -f "$id" >/dev/null 2>&1 || true
-    if grep -q 'hybrid mode' "$dir/crun.plain"; then
-      wrap=("${crun_ns[@]}")
+    if grep -q 'hybrid mode' "$dir/crun.plain" && [ ${#hybrid_ns[@]} -gt 0 ]; then
+      wrap=("${hybrid_ns[@]}")
       echo "crun ran in a private mount namespace where /sys/fs/cgroup/unified/cgroup.controllers reads empty: without it, it refuses this host (\`$(tail -n1 "$dir/crun.plain" | cut -c1-120)\`)" >>"$dir/notes"
     fi
   fi

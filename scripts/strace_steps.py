@@ -474,22 +474,20 @@ def sequence_table(reduced, names):
 
 
 def detail(reduced, name, limit=160):
-    out, prev, count = [], None, 0
-
-    def flush():
-        if prev is not None:
-            line = prev if len(prev) <= limit else prev[: limit - 1] + "…"
-            out.append(line + (f"   (×{count})" if count > 1 else ""))
-
+    """One line per step; repeated capability and seccomp-probe calls of one process
+    folded into their first line with a count."""
+    groups = []  # [key, line, count]
     for s in reduced[name]["steps"]:
         line = f"{s['ms']:8.1f} {s['proc']:<3} {s['tag']:<15} {s['text']}"
-        key = f"{s['proc']:<3} {s['tag']:<15} {s['call']}"
-        if prev is not None and prev_key == key and s["tag"] in ("capabilities", "seccomp probe"):
-            count += 1
+        key = (s["proc"], s["tag"], s["call"])
+        if groups and groups[-1][0] == key and s["tag"] in ("capabilities", "seccomp probe"):
+            groups[-1][2] += 1
             continue
-        flush()
-        prev, prev_key, count = line, key, 1
-    flush()
+        groups.append([key, line, 1])
+    out = []
+    for _, line, count in groups:
+        line = line if len(line) <= limit else line[: limit - 1] + "…"
+        out.append(line + (f"   (×{count})" if count > 1 else ""))
     return "\n".join(out)
 
 
