@@ -15,6 +15,7 @@
 #include "base/error.hpp"
 #include "base/strings.hpp"
 #include "mount/devices.hpp"
+#include "runtime/cloned_binary.hpp"
 #include "runtime/container_init.hpp"
 #include "runtime/supervise.hpp"
 #include "runtime/sync_channel.hpp"
@@ -245,6 +246,10 @@ int exec_in_container(const ContainerState& state, const ExecRequest& request,
   if (!request.console_socket.empty() && !request.tty) {
     throw Error("--console-socket needs a terminal", EINVAL, "add --tty");
   }
+  // Nothing of the host's mrun binary may be reachable from the container while we are
+  // in it (CVE-2019-5736, see cloned_binary.hpp): from here on this runs from a sealed
+  // copy. The checks above are cheap and run again in the copy.
+  reexec_from_sealed_copy();
   // Compiled here, before anything runs: a bad profile fails with 125, nothing started.
   auto plan = security::prepare_security_plan(request.security, request.user.uid,
                                               defaults.host_capabilities, ctx.log,
@@ -261,6 +266,13 @@ int exec_in_container(const ContainerState& state, const ExecRequest& request,
   if (middle.pid == 0) {
     parent_end.close();
     try {
+      // Defence in depth, until the process execs (execve makes it dumpable again): a
+      // non-dumpable process's /proc/PID files belong to root of the user namespace its
+      // memory was made in (the host's, for mrun), and /proc/PID/exe, fd/, mem, environ
+      // need ptrace access, which takes CAP_SYS_PTRACE there. The container's root does
+      // not have it, so it cannot even open this process's exe, sealed copy or not.
+      // (Inherited by the clone below: the flag belongs to the memory, which is copied.)
+      sys::set_dumpable(false);
       if (!state.cgroup.empty()) {
         sys::write_file(state.cgroup + "/cgroup.procs", std::to_string(::getpid()));
       }

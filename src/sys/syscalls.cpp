@@ -9,8 +9,10 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -261,6 +263,58 @@ int try_wait_pidfd(int pidfd) {
 
 void setns_pidfd(int pidfd, int nstypes, const std::string& what) {
   if (::setns(pidfd, nstypes) != 0) throw_errno("join namespaces of " + what);
+}
+
+UniqueFd memfd_create_executable(const std::string& name) {
+#ifndef MFD_EXEC
+  constexpr unsigned kMfdExec = 0x0010U;  // linux/memfd.h, 6.3
+#else
+  constexpr unsigned kMfdExec = MFD_EXEC;
+#endif
+  unsigned flags = MFD_CLOEXEC | MFD_ALLOW_SEALING;
+  int fd = ::memfd_create(name.c_str(), flags | kMfdExec);
+  if (fd < 0 && errno == EINVAL) fd = ::memfd_create(name.c_str(), flags);
+  if (fd < 0) {
+    throw_errno("memfd_create " + name,
+                errno == EACCES ? "vm.memfd_noexec=2 forbids executable memfds; set it to 0 or 1"
+                                : "");
+  }
+  return UniqueFd(fd);
+}
+
+int file_seals(int fd) {
+  int seals = ::fcntl(fd, F_GET_SEALS);
+  if (seals < 0 && errno == EINVAL) return -1;
+  if (seals < 0) throw_errno("read the seals of fd " + std::to_string(fd));
+  return seals;
+}
+
+void add_seals(int fd, int seals) {
+  if (::fcntl(fd, F_ADD_SEALS, seals) != 0) throw_errno("seal fd " + std::to_string(fd));
+}
+
+void copy_file_contents(int from, int to, const std::string& what) {
+  for (;;) {
+    ssize_t n = ::sendfile(to, from, nullptr, 1 << 30);
+    if (n == 0) return;
+    if (n < 0 && errno != EINTR) throw_errno("copy " + what);
+  }
+}
+
+void execve_fd(int fd, const std::vector<std::string>& argv, const std::vector<std::string>& envp,
+               const std::string& what) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  std::vector<char*> env;
+  for (const auto& e : envp) env.push_back(const_cast<char*>(e.c_str()));
+  env.push_back(nullptr);
+  ::syscall(SYS_execveat, fd, "", args.data(), env.data(), AT_EMPTY_PATH);
+  throw_errno("execute " + what);
+}
+
+void set_dumpable(bool dumpable) {
+  if (::prctl(PR_SET_DUMPABLE, dumpable ? 1 : 0, 0, 0, 0) != 0) throw_errno("set dumpable");
 }
 
 unsigned long long process_start_time(pid_t pid) {

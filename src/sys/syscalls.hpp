@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <string>
+#include <vector>
 
 #include "base/unique_fd.hpp"
 
@@ -76,6 +77,23 @@ int wait_pidfd(int pidfd);
 // Non-blocking: returns -1 when still running.
 int try_wait_pidfd(int pidfd);
 void setns_pidfd(int pidfd, int nstypes, const std::string& what);
+
+// ---- a sealed in-memory copy of a binary (runtime/cloned_binary.hpp) ----
+// memfd_create(2) with MFD_CLOEXEC | MFD_ALLOW_SEALING, and MFD_EXEC where the kernel
+// knows it (6.3+: without it, vm.memfd_noexec may make the memfd non-executable; older
+// kernels refuse the unknown flag, so it is retried without).
+UniqueFd memfd_create_executable(const std::string& name);
+// fcntl(F_GET_SEALS): the seals of `fd`, or -1 when the file cannot carry seals (EINVAL:
+// not a memfd or shmem file).
+int file_seals(int fd);
+void add_seals(int fd, int seals);
+// Copies `from` (from its current offset to its end) to `to` with sendfile(2).
+void copy_file_contents(int from, int to, const std::string& what);
+// execveat(fd, "", argv, envp, AT_EMPTY_PATH); returns only by throwing.
+void execve_fd(int fd, const std::vector<std::string>& argv,
+               const std::vector<std::string>& envp, const std::string& what);
+// prctl(PR_SET_DUMPABLE).
+void set_dumpable(bool dumpable);
 
 // Start time of a process in clock ticks since boot (/proc/PID/stat field 22): with the
 // pid it identifies a process across pid reuse.

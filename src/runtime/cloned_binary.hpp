@@ -1,0 +1,46 @@
+// CVE-2019-5736: a process of mrun that joins a running container is visible there
+// (/proc/PID in the container's pid namespace) until it execs the container's program.
+// Through /proc/PID/exe, a magic link that ignores mount namespaces, the container can
+// reach the host's mrun binary, hold it open and, once no mrun runs it any more (a
+// running binary refuses writers with ETXTBSY), write it: the next mrun anyone runs on
+// the host is the container's. Whoever may write the binary can do it: container root
+// in a rootful container without a user namespace (host root), or rootless, the caller
+// when the binary is theirs (a build tree, ~/.local/bin), as the container's root is.
+// The same trick without any window: exec a script whose interpreter is
+// `#!/proc/self/exe`; the kernel resolves it to the exec'ing process's binary: mrun's.
+//
+// The defence, as runc and crun: the verbs that join a running container first
+// re-execute themselves from a copy of their binary in a memfd, sealed against writes
+// and size changes (and against new seals). /proc/PID/exe then names that memfd; the
+// host's binary is nowhere in reach, and the copy cannot be changed by anyone.
+//
+// Other mrun processes that enter a container's namespaces need no copy: the
+// container's init, its hook processes (createContainer, startContainer) and
+// fuse-overlayfs's setup all run while the container's pid namespace, always a new
+// one (joining one by path is refused), holds nothing but mrun: no container code can
+// see them yet.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace mrun::runtime {
+
+// The seals a copy must carry: no writes, no shrinking or growing, no changing them.
+int protective_seals();
+// Whether `seals` (F_GET_SEALS, -1 for an unsealable file) includes them all.
+bool is_sealed_copy(int seals);
+// /proc/self/cmdline's NUL-terminated words.
+std::vector<std::string> split_cmdline(const std::string& text);
+
+// Whether this process runs from a sealed copy (F_GET_SEALS of /proc/self/exe).
+bool running_from_sealed_copy();
+
+// Before joining a running container: returns at once when this process already runs
+// from a sealed copy; otherwise copies /proc/self/exe into a sealed memfd and execs it
+// with the same argv and environment (plus a marker variable, so a copy that turned out
+// unsealed fails instead of looping), i.e. does not return. Fails (125) where memfds
+// cannot be executable (vm.memfd_noexec=2) rather than join unprotected.
+void reexec_from_sealed_copy();
+
+}  // namespace mrun::runtime
