@@ -5,6 +5,7 @@
 #include "cli/command.hpp"
 #include "cli/oci_bundle.hpp"
 #include "oci/spec.hpp"
+#include "runtime/cloned_binary.hpp"
 #include "runtime/exec.hpp"
 #include "runtime/state.hpp"
 #include "sys/fs.hpp"
@@ -59,6 +60,9 @@ class ExecCommand : public Command {
   }
 
   int execute(const runtime::GlobalOptions& global) override {
+    // First of all (CVE-2019-5736, runtime/cloned_binary.hpp): run from a sealed copy of
+    // mrun before reading anything that cannot be read twice (--process /dev/stdin).
+    runtime::reexec_from_sealed_copy();
     if (trailing_.empty()) throw Error("exec: no container id given", EINVAL, "mrun exec ID CMD");
     const std::string id = trailing_[0];
     std::vector<std::string> command(trailing_.begin() + 1, trailing_.end());

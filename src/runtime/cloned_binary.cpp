@@ -1,9 +1,13 @@
 #include "runtime/cloned_binary.hpp"
 
+#include <elf.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
 
 #include "base/error.hpp"
 #include "base/unique_fd.hpp"
@@ -26,6 +30,26 @@ UniqueFd open_own_binary() {
 }
 
 }  // namespace
+
+std::optional<std::size_t> loadable_size(std::string_view head, std::size_t file_size) {
+  Elf64_Ehdr eh;
+  if (head.size() < sizeof eh) return std::nullopt;
+  std::memcpy(&eh, head.data(), sizeof eh);
+  if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+      eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0) {
+    return std::nullopt;
+  }
+  std::size_t phdrs_end = eh.e_phoff + std::size_t{eh.e_phnum} * sizeof(Elf64_Phdr);
+  if (eh.e_phoff < sizeof eh || phdrs_end > head.size()) return std::nullopt;
+  std::size_t end = phdrs_end;
+  for (std::size_t i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    std::memcpy(&ph, head.data() + eh.e_phoff + i * sizeof ph, sizeof ph);
+    if (ph.p_offset > file_size || ph.p_filesz > file_size - ph.p_offset) return std::nullopt;
+    end = std::max<std::size_t>(end, ph.p_offset + ph.p_filesz);
+  }
+  return end;
+}
 
 int protective_seals() {
   return F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE;
@@ -61,8 +85,30 @@ void reexec_from_sealed_copy() {
   if (sealed) return;
 
   UniqueFd exe = open_own_binary();
+  struct stat st {};
+  if (::fstat(exe.get(), &st) != 0) throw_errno("stat /proc/self/exe");
+  std::string head(64 * 1024, '\0');
+  ssize_t got = ::pread(exe.get(), head.data(), head.size(), 0);
+  if (got < 0) throw_errno("read /proc/self/exe");
+  head.resize(static_cast<std::size_t>(got));
+  auto size = static_cast<std::size_t>(st.st_size);
+  auto loadable = loadable_size(head, size);
+
   UniqueFd copy = sys::memfd_create_executable("mrun");
-  sys::copy_file_contents(exe.get(), copy.get(), "/proc/self/exe into a memfd");
+  sys::copy_file_contents(exe.get(), copy.get(), loadable.value_or(size),
+                          "/proc/self/exe into a memfd");
+  if (loadable && *loadable < size) {
+    // The section headers were not copied: say so, so that readelf and debuggers see a
+    // well-formed file without sections instead of offsets past its end.
+    Elf64_Ehdr eh;
+    std::memcpy(&eh, head.data(), sizeof eh);
+    eh.e_shoff = 0;
+    eh.e_shnum = 0;
+    eh.e_shstrndx = SHN_UNDEF;
+    if (::pwrite(copy.get(), &eh, sizeof eh, 0) != static_cast<ssize_t>(sizeof eh)) {
+      throw_errno("write the copy's ELF header");
+    }
+  }
   sys::add_seals(copy.get(), protective_seals());
   exe.reset();
 

@@ -21,7 +21,10 @@
 // see them yet.
 #pragma once
 
+#include <cstddef>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mrun::runtime {
@@ -30,6 +33,12 @@ namespace mrun::runtime {
 int protective_seals();
 // Whether `seals` (F_GET_SEALS, -1 for an unsealable file) includes them all.
 bool is_sealed_copy(int seals);
+// How much of an ELF file exec needs: the end of its last program-header segment (the
+// kernel and ld.so read nothing else), given the file's first bytes `head` (ELF header
+// and program headers) and its size. Section headers and what only they point to (debug
+// info, symbol tables: 97% of a debugoptimized mrun) come after and need no copy.
+// nullopt: not a native ELF64 file, or its headers are not in `head`: copy it all.
+std::optional<std::size_t> loadable_size(std::string_view head, std::size_t file_size);
 // /proc/self/cmdline's NUL-terminated words.
 std::vector<std::string> split_cmdline(const std::string& text);
 
@@ -37,7 +46,8 @@ std::vector<std::string> split_cmdline(const std::string& text);
 bool running_from_sealed_copy();
 
 // Before joining a running container: returns at once when this process already runs
-// from a sealed copy; otherwise copies /proc/self/exe into a sealed memfd and execs it
+// from a sealed copy; otherwise copies /proc/self/exe (its loadable part, section headers
+// dropped from the ELF header) into a sealed memfd and execs it
 // with the same argv and environment (plus a marker variable, so a copy that turned out
 // unsealed fails instead of looping), i.e. does not return. Fails (125) where memfds
 // cannot be executable (vm.memfd_noexec=2) rather than join unprotected.

@@ -247,8 +247,8 @@ int exec_in_container(const ContainerState& state, const ExecRequest& request,
     throw Error("--console-socket needs a terminal", EINVAL, "add --tty");
   }
   // Nothing of the host's mrun binary may be reachable from the container while we are
-  // in it (CVE-2019-5736, see cloned_binary.hpp): from here on this runs from a sealed
-  // copy. The checks above are cheap and run again in the copy.
+  // in it (CVE-2019-5736, see cloned_binary.hpp). `mrun exec` re-executed itself first
+  // thing; this returns at once then, and protects any other caller.
   reexec_from_sealed_copy();
   // Compiled here, before anything runs: a bad profile fails with 125, nothing started.
   auto plan = security::prepare_security_plan(request.security, request.user.uid,

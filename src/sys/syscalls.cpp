@@ -275,9 +275,9 @@ UniqueFd memfd_create_executable(const std::string& name) {
   int fd = ::memfd_create(name.c_str(), flags | kMfdExec);
   if (fd < 0 && errno == EINVAL) fd = ::memfd_create(name.c_str(), flags);
   if (fd < 0) {
-    throw_errno("memfd_create " + name,
-                errno == EACCES ? "vm.memfd_noexec=2 forbids executable memfds; set it to 0 or 1"
-                                : "");
+    throw_errno(
+        "memfd_create " + name,
+        errno == EACCES ? "vm.memfd_noexec=2 forbids executable memfds; set it to 0 or 1" : "");
   }
   return UniqueFd(fd);
 }
@@ -293,11 +293,13 @@ void add_seals(int fd, int seals) {
   if (::fcntl(fd, F_ADD_SEALS, seals) != 0) throw_errno("seal fd " + std::to_string(fd));
 }
 
-void copy_file_contents(int from, int to, const std::string& what) {
-  for (;;) {
-    ssize_t n = ::sendfile(to, from, nullptr, 1 << 30);
-    if (n == 0) return;
-    if (n < 0 && errno != EINTR) throw_errno("copy " + what);
+void copy_file_contents(int from, int to, std::size_t count, const std::string& what) {
+  while (count > 0) {
+    ssize_t n = ::sendfile(to, from, nullptr, count);
+    if (n == 0) throw Error("copy " + what + ": the file ended early", EIO);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw_errno("copy " + what);
+    count -= static_cast<std::size_t>(n);
   }
 }
 

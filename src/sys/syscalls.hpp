@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -87,11 +88,12 @@ UniqueFd memfd_create_executable(const std::string& name);
 // not a memfd or shmem file).
 int file_seals(int fd);
 void add_seals(int fd, int seals);
-// Copies `from` (from its current offset to its end) to `to` with sendfile(2).
-void copy_file_contents(int from, int to, const std::string& what);
+// Copies the first `count` bytes of `from` (from its current offset) to `to` with
+// sendfile(2); throws if `from` ends before.
+void copy_file_contents(int from, int to, std::size_t count, const std::string& what);
 // execveat(fd, "", argv, envp, AT_EMPTY_PATH); returns only by throwing.
-void execve_fd(int fd, const std::vector<std::string>& argv,
-               const std::vector<std::string>& envp, const std::string& what);
+void execve_fd(int fd, const std::vector<std::string>& argv, const std::vector<std::string>& envp,
+               const std::string& what);
 // prctl(PR_SET_DUMPABLE).
 void set_dumpable(bool dumpable);
 

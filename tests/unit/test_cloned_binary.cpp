@@ -7,14 +7,15 @@
 
 #include "base/error.hpp"
 #include "runtime/cloned_binary.hpp"
+#include "sys/fs.hpp"
 #include "sys/syscalls.hpp"
 
 using namespace mrun;
 
 TEST_CASE("cmdline words are split at NULs, empty words kept") {
   using runtime::split_cmdline;
-  CHECK(split_cmdline(std::string("mrun\0exec\0c1\0\0x\0", 17) ==
-        std::vector<std::string>{"mrun", "exec", "c1", "", "x"});
+  const std::vector<std::string> words{"mrun", "exec", "c1", "", "x"};
+  CHECK(split_cmdline(std::string("mrun\0exec\0c1\0\0x\0", 16)) == words);
   CHECK(split_cmdline("").empty());
 }
 
@@ -34,8 +35,10 @@ TEST_CASE("a sealed memfd copy refuses writes and growth; a plain file has no se
   CHECK_FALSE(runtime::running_from_sealed_copy());
 
   UniqueFd copy = sys::memfd_create_executable("unit-copy");
-  sys::copy_file_contents(self.get(), copy.get(), "the test binary");
-  CHECK(::lseek(copy.get(), 0, SEEK_END) == ::lseek(self.get(), 0, SEEK_END));
+  auto size = static_cast<std::size_t>(::lseek(self.get(), 0, SEEK_END));
+  ::lseek(self.get(), 0, SEEK_SET);
+  sys::copy_file_contents(self.get(), copy.get(), size, "the test binary");
+  CHECK(::lseek(copy.get(), 0, SEEK_END) == static_cast<off_t>(size));
   CHECK(sys::file_seals(copy.get()) == 0);
   sys::add_seals(copy.get(), runtime::protective_seals());
   CHECK(runtime::is_sealed_copy(sys::file_seals(copy.get())));
@@ -43,4 +46,17 @@ TEST_CASE("a sealed memfd copy refuses writes and growth; a plain file has no se
   CHECK(errno == EPERM);
   CHECK(::ftruncate(copy.get(), 1) == -1);
   CHECK_THROWS_AS(sys::add_seals(copy.get(), F_SEAL_FUTURE_WRITE), Error);
+}
+
+TEST_CASE("the loadable part of an ELF file ends with its last segment") {
+  using runtime::loadable_size;
+  auto exe = sys::read_file("/proc/self/exe");
+  REQUIRE(exe);
+  auto size = loadable_size(std::string_view(*exe).substr(0, 65536), exe->size());
+  REQUIRE(size);
+  CHECK(*size <= exe->size());
+  CHECK(*size > 4096);
+  CHECK_FALSE(loadable_size("#!/bin/sh\n", 10));
+  CHECK_FALSE(loadable_size(std::string_view(*exe).substr(0, 64), exe->size()));  // no phdrs
+  CHECK_FALSE(loadable_size(std::string_view(*exe).substr(0, 65536), 100));       // past the end
 }
