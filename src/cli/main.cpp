@@ -32,6 +32,7 @@ int run_cli(int argc, char** argv) {
   commands.push_back(cli::make_start_command());
   commands.push_back(cli::make_state_command());
   commands.push_back(cli::make_features_command());
+  commands.push_back(cli::make_gpu_command());
   std::vector<std::pair<CLI::App*, cli::Command*>> registered;
   for (auto& command : commands) registered.emplace_back(command->add_to(app), command.get());
 

@@ -25,6 +25,8 @@ PAGES = [
     ("mrun-oci.1.scd", ["start"]),
     ("mrun-oci.1.scd", ["state"]),
     ("mrun-oci.1.scd", ["features"]),
+    ("mrun-gpu.1.scd", ["gpu", "matrix"]),
+    ("mrun-gpu.1.scd", ["gpu", "doctor"]),
 ]
 
 OPTION = re.compile(r"^\s+((?:-\w|--[\w-]+)(?:,(?:-\w|--[\w-]+))*)", re.M)
