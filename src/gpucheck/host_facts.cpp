@@ -141,6 +141,9 @@ std::string helper_path() {
     dir = dir.substr(0, dir.rfind('/'));
     candidates.push_back(dir + "/../libexec/mrun/mrun-gpu-helper");
   }
+#ifdef MRUN_GPU_HELPER_PATH
+  candidates.push_back(MRUN_GPU_HELPER_PATH);  // the configured install path, as mrun run
+#endif
   candidates.push_back("/usr/local/libexec/mrun/mrun-gpu-helper");
   candidates.push_back("/usr/libexec/mrun/mrun-gpu-helper");
   for (const auto& c : candidates)

@@ -80,7 +80,10 @@ std::string render_markdown(const MatrixReport& report) {
   for (const auto& row : report.rows) {
     std::string fix = "-";
     if (row.fix) {
-      fix = (row.fix->label.empty() ? "" : row.fix->label + ": ") + reached(*row.fix);
+      // The same missing precondition twice says nothing new.
+      bool same_skip = row.fix->skipped && row.fix->skipped == row.run.skipped;
+      fix = (row.fix->label.empty() ? "" : row.fix->label + ": ") +
+            (same_skip ? std::string("skipped (as above)") : reached(*row.fix));
     }
     out << "| " << row.spec.id << " | " << to_string(row.run.mode) << " | "
         << cell(row.spec.configuration) << " | " << cell(reached(row.run)) << " | "

@@ -10,6 +10,7 @@
 
 #include "base/error.hpp"
 #include "base/strings.hpp"
+#include "cgroup/device_rules.hpp"
 #include "mount/mount_plan.hpp"
 #include "sys/fs.hpp"
 
@@ -578,13 +579,21 @@ void convert_resources(const json& r, runtime::ContainerConfig& c) {
     const std::string& key = it.key();
     const json& v = it.value();
     if (key == "devices") {
-      // Deny-all is what mrun does anyway (only its own nodes exist in /dev).
+      // The device cgroup filter's extra allow rules (cgroup/device_rules.hpp); the
+      // usual leading deny-all is mrun's starting point anyway.
+      std::vector<cgroup::OciDeviceRule> entries;
       for (const auto& rule : v) {
-        if (rule.value("allow", true) || rule.value("access", "rwm") != "rwm" ||
-            rule.contains("type")) {
-          throw unsupported("linux.resources.devices", "device cgroup rules other than deny-all");
-        }
+        cgroup::OciDeviceRule e;
+        e.allow = rule.value("allow", false);
+        e.type = rule.value("type", "");
+        if (rule.contains("major") && !rule["major"].is_null())
+          e.major = rule["major"].get<std::int64_t>();
+        if (rule.contains("minor") && !rule["minor"].is_null())
+          e.minor = rule["minor"].get<std::int64_t>();
+        e.access = rule.value("access", "");
+        entries.push_back(e);
       }
+      c.device_rules = cgroup::rules_from_oci(entries);
     } else if (key == "memory" && v.is_object()) {
       for (auto m = v.begin(); m != v.end(); ++m) {
         if (m.key() == "limit" && m.value().is_number_integer() &&

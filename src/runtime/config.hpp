@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cgroup/device_rules.hpp"
 #include "cgroup/limits.hpp"
 #include "mount/devices.hpp"
 #include "net/publish_spec.hpp"
@@ -24,6 +25,10 @@ enum class UsernsMode { automatic, single };
 enum class NetworkMode { none, host, slirp4netns, pasta };
 // enabled: a cgroup v2 leaf when one can be made (required for limits); disabled: none.
 enum class CgroupsMode { enabled, disabled };
+// The cgroup v2 device filter (--device-filter): automatic attaches it when it can and
+// warns when --device/--gpu nodes stay unfiltered; required fails the run (125) when
+// it cannot be attached; off never attaches one.
+enum class DeviceFilterMode { automatic, required, off };
 
 struct Volume {
   std::string source;       // host path, absolute
@@ -62,6 +67,10 @@ struct ContainerConfig {
   std::vector<mount::DeviceSpec> devices;  // --device
   std::optional<mount::GpuRequest> gpu;    // --gpu: the fakegpu nodes and user-space driver
   bool keep_groups = false;                // --keep-groups: no setgroups(0, NULL)
+  DeviceFilterMode device_filter = DeviceFilterMode::automatic;  // --device-filter
+  // Allow rules beyond the default set and the --device/--gpu nodes (OCI
+  // linux.resources.devices).
+  std::vector<cgroup::DeviceRule> device_rules;
   // From an OCI bundle (src/oci/): reported by `mrun state`, not acted on.
   std::string bundle;  // absolute; empty: not run from a bundle
   std::map<std::string, std::string> annotations;
@@ -71,6 +80,7 @@ std::string to_string(OverlayMode mode);
 std::optional<OverlayMode> parse_overlay_mode(const std::string& text);
 std::string to_string(NetworkMode mode);
 std::optional<NetworkMode> parse_network_mode(const std::string& text);
+std::optional<DeviceFilterMode> parse_device_filter_mode(const std::string& text);
 // A network of its own, run by a helper (slirp4netns, pasta): addresses, resolv.conf.
 bool uses_network_helper(NetworkMode mode);
 
