@@ -127,6 +127,12 @@ std::vector<NodeFact> fakegpu_nodes() {
     n.caller_can_open = ::access(n.path.c_str(), R_OK | W_OK) == 0;
     nodes.push_back(n);
   }
+  // The GPUs first, in order, then the control node: the fix names the first GPU.
+  std::sort(nodes.begin(), nodes.end(), [](const NodeFact& a, const NodeFact& b) {
+    bool a_ctl = a.path == "/dev/fakegpuctl", b_ctl = b.path == "/dev/fakegpuctl";
+    if (a_ctl != b_ctl) return b_ctl;
+    return a.path.size() != b.path.size() ? a.path.size() < b.path.size() : a.path < b.path;
+  });
   return nodes;
 }
 

@@ -180,14 +180,17 @@ std::vector<Rung> container_rungs(const ContainerFact& c, const DoctorFacts& f) 
   if (!c.running) return rungs;
 
   Rung visible{doctor_exit::node_visible, "node visible in the container"};
-  visible.ok = !c.nodes_visible.empty() && c.nodes_missing.empty();
-  if (visible.ok) {
-    for (const auto& n : c.nodes_visible)
-      visible.detail += (visible.detail.empty() ? "" : ", ") + n;
-  } else {
-    visible.detail = (c.nodes_visible.empty() ? std::string("no fakegpu node in its /dev")
-                                              : "missing " + c.nodes_missing.front()) +
-                     ": run it with --gpu (or --device /dev/fakegpuN)";
+  // A GPU and the control node; not every GPU (--gpu 0 injects one on purpose).
+  bool ctl = false, gpu = false;
+  for (const auto& n : c.nodes_visible) {
+    (n == "/dev/fakegpuctl" ? ctl : gpu) = true;
+    visible.detail += (visible.detail.empty() ? "" : ", ") + n;
+  }
+  visible.ok = ctl && gpu;
+  if (!visible.ok) {
+    visible.detail = std::string(!gpu ? "no /dev/fakegpuN" : "no /dev/fakegpuctl") +
+                     " in its /dev: run it with --gpu (or --device /dev/fakegpuN --device "
+                     "/dev/fakegpuctl)";
   }
   rungs.push_back(visible);
   if (!visible.ok) return rungs;

@@ -337,6 +337,11 @@ TEST_CASE("doctor: the rungs inside a container") {
   g.container->nodes_visible.clear();
   CHECK(failing(g) == doctor_exit::node_visible);
   CHECK(fix_of(g).find("--gpu") != std::string::npos);
+  g.container->nodes_visible = {"/dev/fakegpuctl"};
+  CHECK(fix_of(g).find("no /dev/fakegpuN") != std::string::npos);
+  g.container->nodes_visible = {"/dev/fakegpu1", "/dev/fakegpuctl"};
+  g.container->nodes_missing = {"/dev/fakegpu0"};
+  CHECK(failing(g) == 0);  // --gpu 1: one GPU is enough
   g = f;
   g.container->groups = {1000};
   CHECK(failing(g) == doctor_exit::groups_kept);

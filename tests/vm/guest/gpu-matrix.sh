@@ -87,6 +87,8 @@ check "insmod fakegpu.ko ndev=2" insmod "$ko" ndev=2
 getent group fakegpu >/dev/null || groupadd --system fakegpu
 usermod -aG fakegpu "$user"
 id "$nosub" >/dev/null 2>&1 || useradd --no-create-home --home-dir /nonexistent -G fakegpu "$nosub"
+# useradd gives new users subordinate ranges: take them away.
+sed -i "/^$nosub:/d" /etc/subuid /etc/subgid
 udev_rule
 mkdir -p /etc/mrun
 write_policy '/dev/fakegpu* group:fakegpu'
