@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "base/error.hpp"
@@ -261,24 +262,46 @@ ContainerFact inspect_container(const std::string& name, const std::string& stat
       c.device_filter = j["device_filter"].get<std::string>();
   }
   if (!c.running) return c;
-  const std::string root = "/proc/" + std::to_string(c.pid) + "/root";
+  // /proc/PID/root needs ptrace access, which a rootless container's owner may lack
+  // (its init runs an image binary owned by an id unmapped in its namespace); its
+  // mountinfo does not, and rootless nodes and the injected libraries are bind mounts.
+  const std::string proc = "/proc/" + std::to_string(c.pid);
+  const std::string root = proc + "/root";
+  std::set<std::string> mount_points;
+  if (auto mountinfo = sys::read_file(proc + "/mountinfo")) {
+    std::istringstream in(*mountinfo);
+    std::string line;
+    while (std::getline(in, line)) {
+      std::istringstream words(line);
+      std::string id, parent, devno, source, point;
+      if (words >> id >> parent >> devno >> source >> point) mount_points.insert(point);
+    }
+  }
+  const NodeFact* first_visible = nullptr;
   for (const auto& n : host_nodes) {
     struct stat st {};
-    if (::stat((root + n.path).c_str(), &st) == 0 && S_ISCHR(st.st_mode))
-      c.nodes_visible.push_back(n.path);
-    else
-      c.nodes_missing.push_back(n.path);
+    bool seen = (::stat((root + n.path).c_str(), &st) == 0 && S_ISCHR(st.st_mode)) ||
+                mount_points.count(n.path) > 0;
+    (seen ? c.nodes_visible : c.nodes_missing).push_back(n.path);
+    if (seen && !first_visible && n.path != "/dev/fakegpuctl") first_visible = &n;
   }
   struct stat node {};
-  if (::stat((root + "/dev/fakegpu0").c_str(), &node) == 0) {
+  if (first_visible && ::stat((root + first_visible->path).c_str(), &node) == 0) {
+    c.node_uid = node.st_uid;
+    c.node_gid = node.st_gid;
+    c.node_mode = node.st_mode & 07777;
+  } else if (first_visible && ::stat(first_visible->path.c_str(), &node) == 0) {
+    // Bound from the host: the same inode (a node the helper made is the caller's own,
+    // which we cannot tell from here; the groups rung then asks for --keep-groups).
     c.node_uid = node.st_uid;
     c.node_gid = node.st_gid;
     c.node_mode = node.st_mode & 07777;
   }
-  struct stat proc {};
-  if (::stat(("/proc/" + std::to_string(c.pid)).c_str(), &proc) == 0) c.uid = proc.st_uid;
+  struct stat st {};
+  if (::stat(proc.c_str(), &st) == 0) c.uid = st.st_uid;
   c.groups = status_groups(c.pid);
-  c.libs_injected = sys::exists(root + "/opt/fakegpu/lib/libfakegpu.so.1");
+  c.libs_injected = sys::exists(root + "/opt/fakegpu/lib/libfakegpu.so.1") ||
+                    mount_points.count("/opt/fakegpu/lib/libfakegpu.so.1") > 0;
   return c;
 }
 
