@@ -423,34 +423,40 @@ static int node_main(int argc, char** argv, uid_t ruid, gid_t rgid) {
   return EXIT_OK;
 }
 
-/* The cgroup v2 directory of process P, opened under the cgroup2 mount without
- * following any symlink or leaving that mount, and checked to be owned by RUID (a
- * subtree delegated to the caller) and not the root. /proc/PID/cgroup names it
- * relative to the reader's cgroup namespace, which must be the initial one. */
-static int open_process_cgroup(const struct container_process* p, uid_t ruid, char* path,
-                               size_t pathlen) {
-  struct stat ours, init;
-  if (stat("/proc/self/ns/cgroup", &ours) != 0 || stat("/proc/1/ns/cgroup", &init) != 0 ||
-      ours.st_ino != init.st_ino || ours.st_dev != init.st_dev) {
-    REFUSE(EXIT_CGROUP, "not in the initial cgroup namespace: cgroup paths would be relative");
-  }
+/* The unified hierarchy's path ("0::/PATH" -> "/PATH") in the cgroup file at DIRFD,
+ * relative to the root of our cgroup namespace; 0, or -1. */
+static int unified_path(int dirfd, const char* file, char* path, size_t pathlen) {
   char text[4096];
-  int fd = openat(p->procfd, "cgroup", O_RDONLY | O_CLOEXEC);
+  int fd = openat(dirfd, file, O_RDONLY | O_CLOEXEC);
   ssize_t n = fd < 0 ? -1 : read(fd, text, sizeof text - 1);
-  if (n <= 0) REFUSE(EXIT_PROCESS, "cgroup of process %ld: %s", p->pid, strerror(errno));
-  close(fd);
+  if (fd >= 0) close(fd);
+  if (n <= 0) return -1;
   text[n] = '\0';
-  /* The unified hierarchy's line: "0::/PATH". */
   char* line = strncmp(text, "0::", 3) == 0 ? text : strstr(text, "\n0::");
-  if (line == NULL) REFUSE(EXIT_CGROUP, "process %ld is in no cgroup v2 hierarchy", p->pid);
+  if (line == NULL) return -1;
   line += line[0] == '\n' ? 4 : 3;
   char* nl = strchr(line, '\n');
   if (nl != NULL) *nl = '\0';
-  if (line[0] != '/' || line[1] == '\0' || strlen(line) >= pathlen) {
-    REFUSE(EXIT_CGROUP, "process %ld is in the root cgroup (or an unusable path)", p->pid);
-  }
+  if (line[0] != '/' || strlen(line) >= pathlen) return -1;
   snprintf(path, pathlen, "%s", line);
-  /* The cgroup2 mount: /sys/fs/cgroup on a pure v2 host, .../unified on a hybrid one. */
+  return 0;
+}
+
+static int open_beneath_dir(int rootfd, const char* path) {
+  struct open_how how;
+  memset(&how, 0, sizeof how);
+  how.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
+  return (int)syscall(SYS_openat2, rootfd, path[1] ? path + 1 : ".", &how, sizeof how);
+}
+
+/* The cgroup v2 directory of process P, opened under the cgroup2 mount without
+ * following any symlink or leaving that mount, and checked to be owned by RUID (a
+ * subtree delegated to the caller) and not the root. /proc/PID/cgroup names it
+ * relative to our cgroup namespace; the mount shows the tree from its mounter's. They
+ * line up when our own cgroup, found the same way, holds us (checked). */
+static int open_process_cgroup(const struct container_process* p, uid_t ruid, char* path,
+                               size_t pathlen) {
   int rootfd = -1;
   static const char* const mounts[] = {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"};
   for (unsigned i = 0; i < 2 && rootfd < 0; i++) {
@@ -462,11 +468,34 @@ static int open_process_cgroup(const struct container_process* p, uid_t ruid, ch
     }
   }
   if (rootfd < 0) REFUSE(EXIT_CGROUP, "no cgroup2 filesystem at /sys/fs/cgroup");
-  struct open_how how;
-  memset(&how, 0, sizeof how);
-  how.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
-  int cgfd = (int)syscall(SYS_openat2, rootfd, path + 1, &how, sizeof how);
+  char own[PATH_MAX];
+  int ownfd = unified_path(AT_FDCWD, "/proc/self/cgroup", own, sizeof own) == 0
+                  ? open_beneath_dir(rootfd, own)
+                  : -1;
+  int procs = ownfd < 0 ? -1 : openat(ownfd, "cgroup.procs", O_RDONLY | O_CLOEXEC);
+  char list[65536];
+  ssize_t n = procs < 0 ? -1 : read(procs, list, sizeof list - 1);
+  char me[32];
+  snprintf(me, sizeof me, "%d", (int)getpid());
+  int found = 0;
+  if (n > 0) {
+    list[n] = '\0';
+    for (char* tok = strtok(list, "\n"); tok != NULL && !found; tok = strtok(NULL, "\n")) {
+      found = strcmp(tok, me) == 0;
+    }
+  }
+  if (!found) {
+    REFUSE(EXIT_CGROUP, "our cgroup namespace does not match the cgroup2 mount's");
+  }
+  close(procs);
+  close(ownfd);
+  if (unified_path(p->procfd, "cgroup", path, pathlen) != 0) {
+    REFUSE(EXIT_CGROUP, "process %ld is in no cgroup v2 hierarchy", p->pid);
+  }
+  if (path[1] == '\0') {
+    REFUSE(EXIT_CGROUP, "process %ld is in the root cgroup, which is not yours", p->pid);
+  }
+  int cgfd = open_beneath_dir(rootfd, path);
   if (cgfd < 0) REFUSE(EXIT_CGROUP, "cgroup %s: %s", path, strerror(errno));
   close(rootfd);
   struct stat st;

@@ -244,6 +244,7 @@ class RunCommand : public Command {
                     "auto|required|off: the cgroup device filter (default auto)")
         ->check(CLI::IsMember({"auto", "required", "off"}));
     run->add_option("--bundle", options_.bundle, "run the OCI bundle DIR; the argument is the ID");
+    add_process_options(run, process_);
     // ROOTFS, "--" and the command are taken verbatim: options after ROOTFS belong
     // to the command.
     run_ = run;
@@ -256,6 +257,17 @@ class RunCommand : public Command {
     // launcher runs it.
     runtime::ContainerConfig config =
         options_.bundle.empty() ? build_config(ctx) : bundle_config(ctx);
+    if (!options_.bundle.empty()) {
+      apply_process_options(process_, config, config.detach);
+    } else {
+      if (!process_.console_socket.empty() && !config.tty) {
+        throw Error("--console-socket needs a terminal", EINVAL, "add -t");
+      }
+      config.console_socket = process_.console_socket;
+      config.preserve_fds = process_.preserve_fds;
+      config.no_pivot = process_.no_pivot;
+      config.new_keyring = !process_.no_new_keyring;
+    }
     if (config.detach) return run_detached(config, ctx);
     return runtime::run_container(config, ctx);
   }
@@ -353,6 +365,7 @@ class RunCommand : public Command {
   }
 
   RunOptions options_;
+  ProcessOptions process_;
   std::vector<std::string> trailing_;
   CLI::App* run_ = nullptr;
 };

@@ -114,7 +114,7 @@ void DeviceAccess::check_before_start(const cgroup::Plan& plan) const {
   // Say what stops it first: a kernel that refuses the program, else the missing leaf.
   std::string reason = "no cgroup to attach it to (" + plan.why_not + ")";
   if (auto failure = cgroup::attach_device_filter({}, plan_filter_rules(config_, devices_))) {
-    reason = failure->describe();
+    reason = failure->describe() + "; and " + reason;
   }
   throw Error("device filter for container " + config_.name + ": " + reason, 0,
               "use --device-filter=auto to run without it");
