@@ -47,6 +47,9 @@ SpawnedProcess spawn_program(const std::vector<std::string>& argv, const SpawnOp
         set_parent_death_signal(options.death_signal);
         if (::getppid() != parent) ::_exit(127);
       }
+      if (options.stdin_fd >= 0 && ::dup2(options.stdin_fd, STDIN_FILENO) < 0) {
+        throw_errno("redirect stdin");
+      }
       if (options.stdout_fd >= 0 && ::dup2(options.stdout_fd, STDOUT_FILENO) < 0) {
         throw_errno("redirect stdout");
       }
@@ -55,7 +58,12 @@ SpawnedProcess spawn_program(const std::vector<std::string>& argv, const SpawnOp
       }
       if (options.before_exec) options.before_exec();
       auto args = to_argv(argv);
-      ::execvp(args[0], args.data());
+      if (options.env) {
+        auto env = to_argv(*options.env);
+        ::execvpe(args[0], args.data(), env.data());
+      } else {
+        ::execvp(args[0], args.data());
+      }
       report_and_exit(status_write.get(), errno, "execute " + argv[0]);
     } catch (const Error& e) {
       report_and_exit(status_write.get(), e.errno_value(), e.what_failed());
@@ -112,6 +120,21 @@ std::vector<ProgramResult> run_programs(const std::vector<std::vector<std::strin
 
 ProgramResult run_program(const std::vector<std::string>& argv) {
   return run_programs({argv}).front();
+}
+
+ProgramResult run_program(const std::vector<std::string>& argv, SpawnOptions options) {
+  int out_fds[2];
+  if (::pipe2(out_fds, O_CLOEXEC) != 0) throw_errno("pipe for " + argv.at(0));
+  UniqueFd out_read(out_fds[0]);
+  UniqueFd out_write(out_fds[1]);
+  options.stdout_fd = out_write.get();
+  options.stderr_fd = out_write.get();
+  SpawnedProcess child = spawn_program(argv, options);
+  out_write.reset();
+  ProgramResult result;
+  result.output = read_all(out_read.get());
+  result.status = wait_pidfd(child.pidfd.get());
+  return result;
 }
 
 }  // namespace mrun::sys

@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,9 +27,13 @@ struct SpawnOptions {
   // Runs in the child between fork and exec (single-threaded parent: safe). Throwing
   // reports the error to the parent through the exec-status pipe.
   std::function<void()> before_exec;
+  int stdin_fd = -1;     // -1: inherit
   int stdout_fd = -1;    // -1: inherit
   int stderr_fd = -1;    // -1: inherit
   int death_signal = 0;  // PR_SET_PDEATHSIG in the child: it dies with us
+  // The program's whole environment ("KEY=VALUE"); unset: ours. argv[0] is still
+  // searched in our PATH.
+  std::optional<std::vector<std::string>> env;
 };
 
 struct SpawnedProcess {
@@ -39,5 +44,8 @@ struct SpawnedProcess {
 // Starts argv[0] without waiting for it. Exec failure (or a before_exec error) is
 // reported synchronously as an Error.
 SpawnedProcess spawn_program(const std::vector<std::string>& argv, const SpawnOptions& options);
+
+// The same with spawn options (their stdout_fd and stderr_fd are replaced by the capture).
+ProgramResult run_program(const std::vector<std::string>& argv, SpawnOptions options);
 
 }  // namespace mrun::sys

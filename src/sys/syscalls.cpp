@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <linux/mount.h>
 #include <linux/openat2.h>
 #include <linux/sched.h>
@@ -18,6 +19,7 @@
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -339,6 +341,19 @@ ProcessStat process_stat(pid_t pid) {
     if (index == 22) result.start_time = std::stoull(field);
   }
   return result;
+}
+
+void become_user(const std::string& name, uid_t uid, gid_t gid) {
+  // Groups first: after setresuid we could no longer change them.
+  if (::initgroups(name.c_str(), gid) != 0) throw_errno("initgroups for " + name);
+  if (::setresgid(gid, gid, gid) != 0) throw_errno("setresgid " + std::to_string(gid));
+  if (::setresuid(uid, uid, uid) != 0) throw_errno("setresuid " + std::to_string(uid));
+}
+
+std::string kernel_version() {
+  struct utsname u {};
+  if (::uname(&u) != 0) throw_errno("uname");
+  return std::string(u.release) + " " + u.version;
 }
 
 }  // namespace mrun::sys

@@ -106,4 +106,12 @@ struct ProcessStat {
 };
 ProcessStat process_stat(pid_t pid);
 
+// Becomes the user for good (real, effective and saved ids), with the supplementary
+// groups /etc/group gives it (initgroups): what a login of that user would have. For a
+// child between fork and exec.
+void become_user(const std::string& name, uid_t uid, gid_t gid);
+
+// `uname -rv`: release and version of the running kernel.
+std::string kernel_version();
+
 }  // namespace mrun::sys

@@ -31,6 +31,8 @@ PAGES = [
     ("mrun-oci.1.scd", ["resume"]),
     ("mrun-oci.1.scd", ["kill"]),
     ("mrun-oci.1.scd", ["delete"]),
+    ("mrun-gpu.1.scd", ["gpu", "matrix"]),
+    ("mrun-gpu.1.scd", ["gpu", "doctor"]),
 ]
 
 OPTION = re.compile(r"^\s+((?:-\w|--[\w-]+)(?:,(?:-\w|--[\w-]+))*)", re.M)

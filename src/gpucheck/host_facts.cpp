@@ -1,0 +1,336 @@
+#include "gpucheck/host_facts.hpp"
+
+#include <grp.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "base/error.hpp"
+#include "base/strings.hpp"
+#include "cgroup/cgroup.hpp"
+#include "gpu_helper_policy.h"
+#include "mount/devices.hpp"
+#include "runtime/state.hpp"
+#include "sys/fs.hpp"
+#include "userns/subid.hpp"
+
+namespace mrun::gpucheck {
+
+namespace {
+
+UserInfo from_passwd(const struct passwd* pw) {
+  UserInfo u;
+  u.name = pw->pw_name;
+  u.uid = pw->pw_uid;
+  u.gid = pw->pw_gid;
+  int n = 64;
+  std::vector<gid_t> groups(static_cast<std::size_t>(n));
+  if (::getgrouplist(u.name.c_str(), u.gid, groups.data(), &n) < 0) {
+    groups.resize(static_cast<std::size_t>(n));
+    ::getgrouplist(u.name.c_str(), u.gid, groups.data(), &n);
+  }
+  groups.resize(static_cast<std::size_t>(std::max(n, 0)));
+  u.db_groups = groups;
+  return u;
+}
+
+std::string user_of(uid_t uid) {
+  const struct passwd* pw = ::getpwuid(uid);
+  return pw ? pw->pw_name : std::to_string(uid);
+}
+
+std::string group_of(gid_t gid) {
+  const struct group* gr = ::getgrgid(gid);
+  return gr ? gr->gr_name : std::to_string(gid);
+}
+
+int group_gid(const char* name, gid_t* gid) {
+  const struct group* gr = ::getgrnam(name);
+  if (!gr) return -1;
+  *gid = gr->gr_gid;
+  return 0;
+}
+
+std::optional<std::pair<unsigned, unsigned>> sysfs_dev(const std::string& name) {
+  auto text = sys::read_file("/sys/class/fakegpu/" + name + "/dev");
+  if (!text) return std::nullopt;
+  unsigned major = 0, minor = 0;
+  char colon = 0;
+  std::istringstream in(*text);
+  if (!(in >> major >> colon >> minor) || colon != ':') return std::nullopt;
+  return std::pair{major, minor};
+}
+
+}  // namespace
+
+UserInfo lookup_user(const std::string& name) {
+  const struct passwd* pw = ::getpwnam(name.c_str());
+  if (!pw)
+    throw Error("no user named \"" + name + "\"", 0,
+                "name an existing unprivileged user with --rootless-user USER");
+  return from_passwd(pw);
+}
+
+UserInfo lookup_uid(uid_t uid) {
+  const struct passwd* pw = ::getpwuid(uid);
+  if (!pw) {
+    UserInfo u;
+    u.name = std::to_string(uid);
+    u.uid = uid;
+    u.gid = ::getgid();
+    return u;
+  }
+  return from_passwd(pw);
+}
+
+std::optional<unsigned> fakegpu_major() {
+  auto text = sys::read_file("/proc/devices");
+  if (!text) return std::nullopt;
+  std::istringstream in(*text);
+  std::string line;
+  bool character = false;
+  while (std::getline(in, line)) {
+    if (line == "Character devices:") character = true;
+    if (line == "Block devices:") character = false;
+    std::istringstream words(line);
+    unsigned major = 0;
+    std::string name;
+    if (character && (words >> major >> name) && name == "fakegpu") return major;
+  }
+  return std::nullopt;
+}
+
+std::vector<NodeFact> fakegpu_nodes() {
+  std::vector<NodeFact> nodes;
+  for (const auto& name : mount::list_fakegpu_nodes("/dev")) {
+    NodeFact n;
+    n.path = "/dev/" + name;
+    struct stat st {};
+    if (::lstat(n.path.c_str(), &st) != 0) continue;
+    n.exists = true;
+    n.is_char = S_ISCHR(st.st_mode);
+    n.major = major(st.st_rdev);
+    n.minor = minor(st.st_rdev);
+    n.owner = user_of(st.st_uid);
+    n.group = group_of(st.st_gid);
+    n.mode = st.st_mode & 07777;
+    n.sysfs_dev = sysfs_dev(name);
+    // access(2) checks with the real ids: the caller's, also under sudo's euid... sudo
+    // sets both, so this is the user doctor runs as.
+    n.caller_can_open = ::access(n.path.c_str(), R_OK | W_OK) == 0;
+    nodes.push_back(n);
+  }
+  // The GPUs first, in order, then the control node: the fix names the first GPU.
+  std::sort(nodes.begin(), nodes.end(), [](const NodeFact& a, const NodeFact& b) {
+    bool a_ctl = a.path == "/dev/fakegpuctl", b_ctl = b.path == "/dev/fakegpuctl";
+    if (a_ctl != b_ctl) return b_ctl;
+    return a.path.size() != b.path.size() ? a.path.size() < b.path.size() : a.path < b.path;
+  });
+  return nodes;
+}
+
+std::string helper_path() {
+  // As mrun run finds it: an absolute $MRUN_GPU_HELPER, else the installed one.
+  if (const char* env = std::getenv("MRUN_GPU_HELPER"); env && env[0] == '/') return env;
+  char exe[4096];
+  ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  std::vector<std::string> candidates;
+  if (n > 0) {
+    std::string dir(exe, static_cast<std::size_t>(n));
+    dir = dir.substr(0, dir.rfind('/'));
+    candidates.push_back(dir + "/../libexec/mrun/mrun-gpu-helper");
+  }
+#ifdef MRUN_GPU_HELPER_PATH
+  candidates.push_back(MRUN_GPU_HELPER_PATH);  // the configured install path, as mrun run
+#endif
+  candidates.push_back("/usr/local/libexec/mrun/mrun-gpu-helper");
+  candidates.push_back("/usr/libexec/mrun/mrun-gpu-helper");
+  for (const auto& c : candidates)
+    if (sys::exists(c)) return c;
+  return {};
+}
+
+HelperFact inspect_helper(const std::string& path, const UserInfo& user,
+                          const std::vector<std::string>& nodes) {
+  HelperFact h;
+  h.path = path;
+  if (!path.empty()) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0) {
+      h.setuid_root = st.st_uid == 0 && (st.st_mode & S_ISUID) && (st.st_mode & S_IXOTH);
+      struct statvfs vfs {};
+      h.nosuid_mount = ::statvfs(path.c_str(), &vfs) == 0 && (vfs.f_flag & ST_NOSUID);
+    } else {
+      h.path.clear();
+    }
+  }
+  const std::string policy_file = "/etc/mrun/gpu-helper.conf";
+  auto text = sys::read_file(policy_file);
+  h.policy_present = text.has_value();
+  if (!text) return h;
+  struct stat st {};
+  if (::stat(policy_file.c_str(), &st) == 0 && (st.st_uid != 0 || (st.st_mode & 022))) {
+    h.policy_error =
+        "must be owned by root and writable only by it (the helper refuses it): "
+        "chown root:root " +
+        policy_file + "; chmod 0644 " + policy_file;
+    return h;
+  }
+  auto policy = std::make_unique<struct policy>();
+  char err[256] = "";
+  int bad = policy_parse(text->data(), text->size(), policy.get(), err, sizeof err);
+  if (bad != 0) {
+    h.policy_error = "line " + std::to_string(bad) + ": " + err;
+    return h;
+  }
+  struct policy_caller caller {};
+  caller.uid = user.uid;
+  caller.user_name = user.name.c_str();
+  std::vector<gid_t> gids = user.db_groups;
+  gids.insert(gids.begin(), user.gid);
+  caller.gids = gids.data();
+  caller.ngids = static_cast<int>(gids.size());
+  caller.group_gid = group_gid;
+  h.policy_allows = true;
+  for (const auto& node : nodes) {
+    if (!policy_allows(policy.get(), node.c_str(), &caller)) {
+      h.policy_allows = false;
+      h.not_allowed = node;
+      break;
+    }
+  }
+  return h;
+}
+
+bool in_cgroup_delegated_to(uid_t uid) {
+  auto mountinfo = sys::read_file("/proc/self/mountinfo");
+  auto own = sys::read_file("/proc/self/cgroup");
+  if (!mountinfo || !own) return false;
+  auto mount_point = cgroup::cgroup2_mount_from(*mountinfo);
+  auto path = cgroup::own_cgroup_from(*own);
+  if (!mount_point || !path) return false;
+  std::string dir = *mount_point + (*path == "/" ? "" : *path);
+  while (dir.size() > mount_point->size()) {
+    if (cgroup::delegated_to(dir, uid)) return true;
+    dir = dir.substr(0, dir.rfind('/'));
+  }
+  return false;
+}
+
+namespace {
+
+std::vector<gid_t> status_groups(pid_t pid) {
+  std::vector<gid_t> groups;
+  auto text = sys::read_file("/proc/" + std::to_string(pid) + "/status");
+  if (!text) return groups;
+  std::istringstream in(*text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!starts_with(line, "Groups:")) continue;
+    std::istringstream words(line.substr(7));
+    gid_t g = 0;
+    while (words >> g) groups.push_back(g);
+  }
+  return groups;
+}
+
+ContainerFact inspect_container(const std::string& name, const std::string& state_root,
+                                const std::vector<NodeFact>& host_nodes) {
+  ContainerFact c;
+  c.name = name;
+  runtime::StateStore store(state_root);
+  auto state = store.read(name);
+  if (!state)
+    throw Error("no container named \"" + name + "\" in " + state_root, 0,
+                "see `mrun list` (as the user that started it)");
+  c.rootless = state->rootless;
+  c.running = runtime::effective_status(*state) == runtime::Status::running;
+  c.pid = state->pid;
+  // device_filter is written by the device-filter code; read it from the raw state so
+  // doctor works whether or not this build's ContainerState knows the field.
+  if (auto raw = sys::read_file(store.dir_of(name) + "/state.json")) {
+    auto j = nlohmann::json::parse(*raw, nullptr, false);
+    if (j.is_object() && j.contains("device_filter") && j["device_filter"].is_string())
+      c.device_filter = j["device_filter"].get<std::string>();
+  }
+  if (!c.running) return c;
+  // /proc/PID/root needs ptrace access, which a rootless container's owner may lack
+  // (its init runs an image binary owned by an id unmapped in its namespace); its
+  // mountinfo does not, and rootless nodes and the injected libraries are bind mounts.
+  const std::string proc = "/proc/" + std::to_string(c.pid);
+  const std::string root = proc + "/root";
+  std::set<std::string> mount_points;
+  if (auto mountinfo = sys::read_file(proc + "/mountinfo")) {
+    std::istringstream in(*mountinfo);
+    std::string line;
+    while (std::getline(in, line)) {
+      std::istringstream words(line);
+      std::string id, parent, devno, source, point;
+      if (words >> id >> parent >> devno >> source >> point) mount_points.insert(point);
+    }
+  }
+  const NodeFact* first_visible = nullptr;
+  for (const auto& n : host_nodes) {
+    struct stat st {};
+    bool seen = (::stat((root + n.path).c_str(), &st) == 0 && S_ISCHR(st.st_mode)) ||
+                mount_points.count(n.path) > 0;
+    (seen ? c.nodes_visible : c.nodes_missing).push_back(n.path);
+    if (seen && !first_visible && n.path != "/dev/fakegpuctl") first_visible = &n;
+  }
+  struct stat node {};
+  if (first_visible && ::stat((root + first_visible->path).c_str(), &node) == 0) {
+    c.node_uid = node.st_uid;
+    c.node_gid = node.st_gid;
+    c.node_mode = node.st_mode & 07777;
+  } else if (first_visible && ::stat(first_visible->path.c_str(), &node) == 0) {
+    // Bound from the host: the same inode (a node the helper made is the caller's own,
+    // which we cannot tell from here; the groups rung then asks for --keep-groups).
+    c.node_uid = node.st_uid;
+    c.node_gid = node.st_gid;
+    c.node_mode = node.st_mode & 07777;
+  }
+  struct stat st {};
+  if (::stat(proc.c_str(), &st) == 0) c.uid = st.st_uid;
+  c.groups = status_groups(c.pid);
+  c.libs_injected = sys::exists(root + "/opt/fakegpu/lib/libfakegpu.so.1") ||
+                    mount_points.count("/opt/fakegpu/lib/libfakegpu.so.1") > 0;
+  return c;
+}
+
+}  // namespace
+
+DoctorFacts gather_doctor_facts(const std::string& container, const std::string& state_root) {
+  DoctorFacts f;
+  f.uid = ::getuid();
+  UserInfo user = lookup_uid(f.uid);
+  f.user = user.name;
+  int n = ::getgroups(0, nullptr);
+  f.groups.resize(static_cast<std::size_t>(std::max(n, 0)));
+  if (n > 0) ::getgroups(n, f.groups.data());
+  if (const struct group* gr = ::getgrnam("fakegpu")) {
+    f.in_group_db =
+        std::find(user.db_groups.begin(), user.db_groups.end(), gr->gr_gid) != user.db_groups.end();
+  }
+  f.major = fakegpu_major();
+  f.module_loaded = f.major.has_value() || sys::exists("/sys/module/fakegpu");
+  f.nodes = fakegpu_nodes();
+  std::vector<std::string> paths;
+  for (const auto& node : f.nodes) paths.push_back(node.path);
+  if (paths.empty()) paths = {"/dev/fakegpu0", "/dev/fakegpuctl"};
+  f.helper = inspect_helper(helper_path(), user, paths);
+  f.subuid = !userns::read_subid_file("/etc/subuid", user.name, user.uid).empty();
+  f.subgid = !userns::read_subid_file("/etc/subgid", user.name, user.uid).empty();
+  f.newuidmap = !sys::find_program("newuidmap").empty() && !sys::find_program("newgidmap").empty();
+  if (!container.empty()) f.container = inspect_container(container, state_root, f.nodes);
+  return f;
+}
+
+}  // namespace mrun::gpucheck
