@@ -59,9 +59,9 @@ class GpuCommand : public Command {
       std::cerr << "mrun gpu matrix: " << line << std::endl;
     };
     auto report = gpucheck::run_matrix(options);
+    // The Markdown names the kernel in its own header line.
     std::string text =
-        json_ ? gpucheck::to_json(report).dump(2) + "\n"
-              : "Kernel version: " + report.kernel + "\n\n" + gpucheck::render_markdown(report);
+        json_ ? gpucheck::to_json(report).dump(2) + "\n" : gpucheck::render_markdown(report);
     if (output_.empty()) {
       std::cout << text << std::flush;
     } else {
