@@ -28,6 +28,7 @@ std::unique_ptr<Command> make_list_command();
 std::unique_ptr<Command> make_kill_command();
 std::unique_ptr<Command> make_delete_command();
 std::unique_ptr<Command> make_stats_command();
+std::unique_ptr<Command> make_cdi_command();
 // The OCI runtime verbs (mrun-oci(1)).
 std::unique_ptr<Command> make_spec_command();
 std::unique_ptr<Command> make_create_command();

@@ -27,6 +27,7 @@ int run_cli(int argc, char** argv) {
   commands.push_back(cli::make_kill_command());
   commands.push_back(cli::make_delete_command());
   commands.push_back(cli::make_stats_command());
+  commands.push_back(cli::make_cdi_command());
   commands.push_back(cli::make_spec_command());
   commands.push_back(cli::make_create_command());
   commands.push_back(cli::make_start_command());

@@ -25,6 +25,8 @@ PAGES = [
     ("mrun-oci.1.scd", ["start"]),
     ("mrun-oci.1.scd", ["state"]),
     ("mrun-oci.1.scd", ["features"]),
+    ("mrun-cdi.1.scd", ["cdi", "generate"]),
+    ("mrun-cdi.1.scd", ["cdi", "list"]),
 ]
 
 OPTION = re.compile(r"^\s+((?:-\w|--[\w-]+)(?:,(?:-\w|--[\w-]+))*)", re.M)
