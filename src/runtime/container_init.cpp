@@ -39,7 +39,7 @@ void drop_host_groups(const LaunchSpec& spec) {
 
 void mount_rootfs(const LaunchSpec& spec, const SyncChannel& sync) {
   const auto& layers = spec.layers;
-  const bool in_userns = spec.privilege.new_user_namespace;
+  const bool in_userns = spec.privilege.new_user_namespace || spec.privilege.nested;
   switch (spec.overlay) {
     case OverlayMode::none:
       sys::bind_mount(layers.lower, layers.merged, true);

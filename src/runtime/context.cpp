@@ -5,13 +5,14 @@
 #include <cstdlib>
 
 #include "runtime/privilege.hpp"
+#include "userns/caller.hpp"
 
 namespace mrun::runtime {
 
 Context make_context(const GlobalOptions& options) {
   Context ctx;
   ctx.log.set_debug(options.debug);
-  auto model = privilege_model_for(::getuid());
+  auto model = privilege_model_for(::getuid(), nullptr, userns::in_initial_user_namespace());
   ctx.state_root = options.state_root.empty() ? model.default_state_root : options.state_root;
   ctx.data_root = model.default_data_root;
   if (const char* f = std::getenv("MRUN_SUBUID_FILE")) ctx.subuid_file = f;
