@@ -19,6 +19,9 @@ int run_cli(int argc, char** argv) {
       "--root", global.state_root,
       "state directory (default: $XDG_RUNTIME_DIR/mrun, /tmp/mrun-UID, root: /run/mrun)");
   app.add_flag("--debug", global.debug, "print what mrun decides and why");
+  app.add_option("--cgroup-manager", global.cgroup_manager,
+                 "cgroupfs|systemd|disabled (as crun; disabled: no cgroup for the container)")
+      ->check(CLI::IsMember({"cgroupfs", "systemd", "disabled"}));
 
   std::vector<std::unique_ptr<cli::Command>> commands;
   commands.push_back(cli::make_run_command());
@@ -40,7 +43,7 @@ int run_cli(int argc, char** argv) {
   // words before CLI11 parses the rest.
   std::vector<std::string> args(argv + 1, argv + argc);
   for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--root") {
+    if (args[i] == "--root" || args[i] == "--cgroup-manager") {
       ++i;
       continue;
     }

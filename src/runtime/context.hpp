@@ -11,6 +11,9 @@ namespace mrun::runtime {
 struct GlobalOptions {
   std::string state_root;  // --root; empty: the default for the caller
   bool debug = false;
+  // --cgroup-manager cgroupfs|systemd|disabled (crun's option; podman passes
+  // "disabled" with --cgroups=disabled): disabled means no cgroup for the container.
+  std::string cgroup_manager;
 };
 
 struct Context {
@@ -19,6 +22,7 @@ struct Context {
   std::string data_root;   // container storage and the default rootfs
   std::string subuid_file = "/etc/subuid";
   std::string subgid_file = "/etc/subgid";
+  bool cgroups_disabled = false;  // --cgroup-manager disabled
 };
 
 // Resolves defaults from the caller's uid and environment. MRUN_SUBUID_FILE and
