@@ -62,6 +62,11 @@ struct ContainerConfig {
   std::vector<mount::DeviceSpec> devices;  // --device
   std::optional<mount::GpuRequest> gpu;    // --gpu: the fakegpu nodes and user-space driver
   bool keep_groups = false;                // --keep-groups: no setgroups(0, NULL)
+  // linux.sysctl of an OCI bundle: namespaced sysctls only (net.* with a network
+  // namespace of its own; kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*), written
+  // by the container's init once its namespaces exist.
+  std::map<std::string, std::string> sysctl;
+  std::optional<mode_t> umask;  // process.user.umask; unset: inherited from mrun
   // From an OCI bundle (src/oci/): reported by `mrun state`, not acted on.
   std::string bundle;  // absolute; empty: not run from a bundle
   std::map<std::string, std::string> annotations;

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -35,6 +36,20 @@ void drop_host_groups(const LaunchSpec& spec) {
   // node's group against the real kgid, so a root:fakegpu 0660 node stays usable.
   if (spec.config.keep_groups) return;
   if (spec.may_setgroups && ::setgroups(0, nullptr) != 0) throw_errno("drop supplementary groups");
+}
+
+// Through the host's /proc, before pivot_root (the container's /proc/sys is read-only):
+// a namespaced sysctl file shows the writer's own network or IPC namespace.
+void write_sysctls(const LaunchSpec& spec) {
+  for (const auto& [key, value] : spec.config.sysctl) {
+    std::string path = "/proc/sys/" + key;
+    std::replace(path.begin(), path.end(), '.', '/');
+    try {
+      sys::write_file(path, value);
+    } catch (const Error& e) {
+      throw e.wrap("sysctl " + key + "=" + value);
+    }
+  }
 }
 
 void mount_rootfs(const LaunchSpec& spec, const SyncChannel& sync) {
@@ -181,6 +196,7 @@ void wait_for_start(const SyncChannel& sync, const UniqueFd& exec_fifo) {
   envp.push_back(nullptr);
   die_with_parent(parent_pidfd);
   reset_signals();
+  if (spec.config.umask) ::umask(*spec.config.umask);
   wait_for_start(sync, exec_fifo);
   // Last, so that the filter judges the command and nothing of mrun's own setup.
   security::load_seccomp_last(spec.security);
@@ -245,6 +261,7 @@ void container_main(const LaunchSpec& spec, const SyncChannel& sync, const Uniqu
     }
     drop_host_groups(spec);
     sys::make_rprivate("/");
+    write_sysctls(spec);
     mount_rootfs(spec, sync);
     mount::apply_mount_plan(spec.layers.merged, spec.mounts, spec.log);
     sys::pivot_into(spec.layers.merged);

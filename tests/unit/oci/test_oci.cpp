@@ -165,6 +165,14 @@ TEST_CASE("rootless specs convert when their maps are the caller's") {
   REQUIRE_NOTHROW(convert(oci::default_spec(true, 4242, 4242), 4242));
 }
 
+TEST_CASE("namespaced sysctls (podman's ping_group_range) are carried to the container") {
+  auto c = convert(edited("crun-spec.json", [](json& j) {
+    j["linux"]["sysctl"] = {{"net.ipv4.ping_group_range", "0 0"}, {"kernel.shmmax", "1024"}};
+  }));
+  REQUIRE(c.sysctl == std::map<std::string, std::string>{{"kernel.shmmax", "1024"},
+                                                         {"net.ipv4.ping_group_range", "0 0"}});
+}
+
 TEST_CASE("what mrun cannot honour is an error naming the field, never ignored") {
   auto fails = [](const std::function<void(json&)>& edit) {
     return error_of([&] { convert(edited("crun-spec.json", edit)); });
@@ -174,9 +182,15 @@ TEST_CASE("what mrun cannot honour is an error naming the field, never ignored")
                }),
                Catch::Contains("hooks.poststart"));
   REQUIRE_THAT(fails([](json& j) {
+                 j["linux"]["sysctl"] = {{"vm.swappiness", "1"}};
+               }),
+               Catch::Contains("linux.sysctl (vm.swappiness)"));
+  REQUIRE_THAT(fails([](json& j) {  // net.* of the host's network namespace
+                 j["linux"]["namespaces"] = {
+                     {{"type", "pid"}}, {{"type", "ipc"}}, {{"type", "uts"}}, {{"type", "mount"}}};
                  j["linux"]["sysctl"] = {{"net.ipv4.ip_forward", "1"}};
                }),
-               Catch::Contains("linux.sysctl"));
+               Catch::Contains("linux.sysctl (net.ipv4.ip_forward)"));
   REQUIRE_THAT(fails([](json& j) { j["linux"]["cgroupsPath"] = "/x"; }),
                Catch::Contains("linux.cgroupsPath"));
   REQUIRE_THAT(fails([](json& j) { j["process"]["user"]["additionalGids"] = {5}; }),
