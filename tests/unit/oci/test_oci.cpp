@@ -173,6 +173,22 @@ TEST_CASE("namespaced sysctls (podman's ping_group_range) are carried to the con
                                                          {"net.ipv4.ping_group_range", "0 0"}});
 }
 
+TEST_CASE("linux.devices (podman's --device and CDI) come from the host node at that path") {
+  auto with_null = [](int minor) {
+    return edited("crun-spec.json", [minor](json& j) {
+      j["process"]["user"]["umask"] = 18;
+      j["linux"]["devices"] = {
+          {{"path", "/dev/null"}, {"type", "c"}, {"major", 1}, {"minor", minor}}};
+      j["linux"]["resources"]["devices"].push_back(
+          {{"allow", true}, {"type", "c"}, {"major", 1}, {"minor", minor}, {"access", "rwm"}});
+    });
+  };
+  auto c = convert(with_null(3));
+  REQUIRE(c.devices == std::vector<mount::DeviceSpec>{{"/dev/null", "/dev/null", "rwm"}});
+  REQUIRE(c.umask == mode_t{022});
+  REQUIRE_THAT(error_of([&] { convert(with_null(4)); }), Catch::Contains("linux.devices[0]"));
+}
+
 TEST_CASE("what mrun cannot honour is an error naming the field, never ignored") {
   auto fails = [](const std::function<void(json&)>& edit) {
     return error_of([&] { convert(edited("crun-spec.json", edit)); });
