@@ -589,6 +589,12 @@ void convert_devices(const json& devices, runtime::ContainerConfig& c) {
     if (d.value("type", std::string("c")) != "c") {
       throw unsupported(field + " (" + path + ")", "only character devices");
     }
+    const auto& defaults = mount::default_device_nodes();
+    if (std::find(defaults.begin(), defaults.end(), path.substr(path.rfind('/') + 1)) !=
+            defaults.end() &&
+        path.rfind('/') == 4 && starts_with(path, "/dev/")) {
+      continue;  // one of the nodes mrun always provides (podman lists them too)
+    }
     auto host = mount::inspect_device(mount::parse_device(path));
     auto number = [&](const char* key) -> std::int64_t {
       return d.contains(key) && d[key].is_number_integer() ? d[key].get<std::int64_t>() : -1;
@@ -605,7 +611,11 @@ void convert_devices(const json& devices, runtime::ContainerConfig& c) {
 bool allows_listed_device(const json& rule, const runtime::ContainerConfig& c) {
   if (!rule.value("allow", false) || rule.value("type", std::string()) != "c") return false;
   if (!rule.contains("major") || !rule.contains("minor")) return false;
-  for (const auto& device : c.devices) {
+  std::vector<mount::DeviceSpec> allowed = c.devices;
+  for (const auto& name : mount::default_device_nodes()) {
+    allowed.push_back({"/dev/" + name, "/dev/" + name, "rwm"});  // mrun's own nodes
+  }
+  for (const auto& device : allowed) {
     auto host = mount::inspect_device(device);
     if (rule["major"] == host.major && rule["minor"] == host.minor) return true;
   }
@@ -688,7 +698,13 @@ runtime::ContainerConfig to_container_config(const Spec& spec, const std::string
   if (!spec.process) throw unsupported("process", "a container without a process");
   const Process& p = *spec.process;
   c.args = p.args;
-  c.env = p.env;
+  // A name given twice: the later value wins, as in runc and crun (podman 4.3 appends
+  // a CDI spec's PATH after the image's instead of replacing it).
+  for (const auto& entry : p.env) {
+    std::string key = entry.substr(0, entry.find('='));
+    std::erase_if(c.env, [&](const std::string& e) { return starts_with(e, key + "="); });
+    c.env.push_back(entry);
+  }
   c.workdir = p.cwd;
   c.user = {p.user.uid, p.user.gid};
   c.tty = p.terminal.value_or(false);
