@@ -41,6 +41,9 @@ run_suite() {
 if want unit; then
   run_suite unit-runtime "$MRUN_BUILD_DIR/tests/unit/unit-runtime" -r junit -o "$MRUN_RESULTS_DIR/unit-runtime.xml"
   run_suite unit-oci "$MRUN_BUILD_DIR/tests/unit/unit-oci" -r junit -o "$MRUN_RESULTS_DIR/unit-oci.xml"
+  # the strace reducer behind docs/COMPARE-RUNC.md, on committed real traces
+  run_suite unit-tools /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/tools \
+    --junitxml="$MRUN_RESULTS_DIR/unit-tools.xml" -o junit_suite_name=unit-tools
   if [ -x "$MRUN_BUILD_DIR/tests/unit/gpu/unit-gpu" ]; then
     run_suite unit-gpu "$MRUN_BUILD_DIR/tests/unit/gpu/unit-gpu" -r junit -o "$MRUN_RESULTS_DIR/unit-gpu.xml"
   fi

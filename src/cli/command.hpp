@@ -35,5 +35,9 @@ std::unique_ptr<Command> make_create_command();
 std::unique_ptr<Command> make_start_command();
 std::unique_ptr<Command> make_state_command();
 std::unique_ptr<Command> make_features_command();
+std::unique_ptr<Command> make_exec_command();
+std::unique_ptr<Command> make_ps_command();
+std::unique_ptr<Command> make_pause_command();
+std::unique_ptr<Command> make_resume_command();
 
 }  // namespace mrun::cli

@@ -1,4 +1,5 @@
-// mrun create [--bundle DIR] [--pid-file FILE] ID   -- see mrun-oci(1)
+// mrun create [--bundle DIR] [--pid-file FILE] [--console-socket PATH] [--preserve-fds N]
+//             [--no-pivot] [--no-new-keyring] ID   -- see mrun-oci(1)
 #include <cerrno>
 
 #include "base/error.hpp"
@@ -20,6 +21,7 @@ class CreateCommand : public Command {
     create->add_option("ID", id_, "container id")->required();
     create->add_option("-b,--bundle", bundle_, "the OCI bundle (default: .)");
     create->add_option("--pid-file", pid_file_, "write the container's pid to FILE");
+    add_process_options(create, process_);
     return create;
   }
 
@@ -29,12 +31,7 @@ class CreateCommand : public Command {
     // runc's wording; the atomic claim in the launcher stays the real arbiter.
     if (store.read(id_)) throw Error("container with given ID already exists: " + id_, EEXIST);
     auto config = config_from_bundle(bundle_, id_, ctx);
-    if (config.tty) {
-      throw Error(
-          "config.json: process.terminal: a terminal needs --console-socket, which mrun "
-          "create does not support yet",
-          ENOTSUP, "set \"terminal\": false, or use `mrun run --bundle`");
-    }
+    apply_process_options(process_, config, true);
     config.detach = true;
     return create_detached(config, ctx, pid_file_);
   }
@@ -43,6 +40,7 @@ class CreateCommand : public Command {
   std::string id_;
   std::string bundle_ = ".";
   std::string pid_file_;
+  ProcessOptions process_;
 };
 
 }  // namespace

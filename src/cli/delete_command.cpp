@@ -8,6 +8,7 @@
 #include "base/error.hpp"
 #include "base/log.hpp"
 #include "cli/command.hpp"
+#include "runtime/hooks.hpp"
 #include "runtime/launcher.hpp"
 #include "runtime/state.hpp"
 #include "sys/fs.hpp"
@@ -46,20 +47,39 @@ class DeleteCommand : public Command {
     runtime::StateStore store(ctx.state_root);
     auto state = store.read(name);
     if (!state && !sys::exists(store.dir_of(name))) {
-      throw Error("no such container \"" + name + "\"", ENOENT, "see `mrun list`");
+      if (force_) return;  // as runc: --force deletes what exists, and nothing is fine
+      throw Error("container does not exist: " + name, ENOENT, "see `mrun list`");
     }
     auto status = state ? runtime::effective_status(*state) : runtime::Status::stopped;
     // As runc: a created container (its process never ran) is deleted without --force.
     if (state && status != runtime::Status::stopped) {
       if (!force_ && status != runtime::Status::created) {
-        throw Error("container \"" + name + "\" is running (cannot delete container " + name +
-                        " that is not stopped: " + runtime::to_string(status) + ")",
+        throw Error("cannot delete container " + name +
+                        " that is not stopped: " + runtime::to_string(status),
                     EBUSY, "stop it with `mrun kill " + name + "` or use `mrun delete -f`");
       }
       stop(*state);
     }
-    runtime::StateLock lock(store.root());
-    runtime::remove_container(ctx, name);
+    // poststop hooks, from the state dir, after the container is gone (the spec).
+    auto hooks_json = sys::read_file(store.dir_of(name) + "/hooks.json");
+    std::string state_json;
+    if (state) state_json = runtime::oci_state_json(*state, runtime::Status::stopped);
+    {
+      runtime::StateLock lock(store.root());
+      // Another delete may have won the race while we waited for the lock.
+      if (!sys::exists(store.dir_of(name))) {
+        if (force_) return;
+        throw Error("container does not exist: " + name, ENOENT);
+      }
+      runtime::remove_container(ctx, name);
+    }
+    if (hooks_json) {
+      try {
+        runtime::run_hooks(runtime::hooks_from_json(*hooks_json).poststop, "poststop", state_json);
+      } catch (const Error& e) {
+        ctx.log.warn(e.what());  // the spec: a poststop failure is a warning
+      }
+    }
   }
 
   // SIGKILL the container, then give its monitor a moment to record the exit, so we do

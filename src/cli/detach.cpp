@@ -19,8 +19,17 @@ void write_report(int fd, const std::string& text) {
 
 // Monitor: detached from the caller's session and terminal. Its stdout/stderr (and so
 // the container's) go to <state dir>/container.log once the name is claimed.
-[[noreturn]] void monitor_main(const runtime::ContainerConfig& config, const runtime::Context& ctx,
+[[noreturn]] void monitor_main(runtime::ContainerConfig config, const runtime::Context& ctx,
                                int report_fd, bool hold) {
+  if (hold) {
+    // OCI create: the caller's stdio (an engine's pipes, or its terminal) become the
+    // container's, as runc's pass-through; the monitor's own go to container.log. With
+    // a terminal the container has the pty instead, and these are not needed.
+    for (int i = 0; i < 3 && !config.tty; ++i) {
+      config.stdio_fds[static_cast<std::size_t>(i)] =
+          ::fcntl(i, F_DUPFD_CLOEXEC, 3 + config.preserve_fds);
+    }
+  }
   ::setsid();
   int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);

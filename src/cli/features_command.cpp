@@ -4,6 +4,7 @@
 
 #include "cli/command.hpp"
 #include "oci/spec.hpp"
+#include "runtime/hooks.hpp"
 #include "security/capabilities.hpp"
 
 namespace mrun::cli {
@@ -16,7 +17,7 @@ class FeaturesCommand : public Command {
     return app.add_subcommand("features", "print what this mrun supports, as runc features does");
   }
 
-  // Honest about today's subset (see mrun-oci(1)): no hooks are run yet, only bind
+  // Honest about today's subset (see mrun-oci(1)): every hook stage is run, only bind
   // mounts are taken from config.json, no apparmor or selinux, cgroup v2 only.
   int execute(const runtime::GlobalOptions& /*global*/) override {
     nlohmann::json caps = nlohmann::json::array();
@@ -26,7 +27,7 @@ class FeaturesCommand : public Command {
     nlohmann::json j = {
         {"ociVersionMin", "1.0.0"},
         {"ociVersionMax", oci::spec_version},
-        {"hooks", nlohmann::json::array()},
+        {"hooks", runtime::hook_stage_names()},
         {"mountOptions",
          {"bind", "rbind", "ro", "rw", "nosuid", "nodev", "noexec", "private", "rprivate"}},
         {"linux",

@@ -1,9 +1,10 @@
-// mrun kill NAME [SIGNAL]   -- see mrun(1)
+// mrun kill [--all] NAME [SIGNAL]   -- see mrun(1), mrun-oci(1)
 #include <cerrno>
 
 #include "base/error.hpp"
 #include "cli/command.hpp"
 #include "cli/signal_names.hpp"
+#include "runtime/processes.hpp"
 #include "runtime/state.hpp"
 #include "sys/syscalls.hpp"
 
@@ -17,6 +18,7 @@ class KillCommand : public Command {
     auto* kill = app.add_subcommand("kill", "send a signal to a container's init process");
     kill->add_option("NAME", name_, "container name")->required();
     kill->add_option("SIGNAL", signal_, "signal name or number (default: TERM)");
+    kill->add_flag("-a,--all", all_, "signal every process of the container, not only its init");
     return kill;
   }
 
@@ -34,6 +36,18 @@ class KillCommand : public Command {
     if (status != runtime::Status::running && status != runtime::Status::created) {
       throw Error("container \"" + name_ + "\" is not running (container not running)", ESRCH);
     }
+    if (all_) {
+      // Each through its own pidfd: one that exits meanwhile is skipped, never a reused pid.
+      for (pid_t pid : runtime::container_processes(*state)) {
+        try {
+          UniqueFd fd = sys::pidfd_open(pid);
+          sys::pidfd_send_signal(fd.get(), *sig);
+        } catch (const Error&) {
+          // gone already
+        }
+      }
+      return 0;
+    }
     // pidfd + start time: never signal a process that merely reused the pid.
     UniqueFd pidfd = sys::pidfd_open(state->pid);
     if (!runtime::process_alive(state->pid, state->pid_start) ||
@@ -46,6 +60,7 @@ class KillCommand : public Command {
  private:
   std::string name_;
   std::string signal_ = "TERM";
+  bool all_ = false;
 };
 
 }  // namespace

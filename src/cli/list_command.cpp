@@ -1,4 +1,12 @@
-// mrun list [--format table|json] [-q]   -- see mrun(1)
+// mrun list [--format table|json] [-q]   -- see mrun(1), mrun-oci(1)
+//
+// One listing for mrun's own containers and OCI ones: the table has runc's columns
+// (ID PID STATUS BUNDLE CREATED OWNER) and mrun's COMMAND; the JSON objects carry runc's
+// field names (ociVersion id pid status bundle rootfs created owner annotations) next
+// to mrun's own (name exit_code command finished overlay rootless).
+#include <pwd.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -17,7 +25,6 @@ class ListCommand : public Command {
  public:
   CLI::App* add_to(CLI::App& app) override {
     auto* list = app.add_subcommand("list", "list containers");
-    list->alias("ps");
     list->add_option("--format", format_, "table|json")->check(CLI::IsMember({"table", "json"}));
     list->add_flag("-q,--quiet", quiet_, "print names only");
     return list;
@@ -30,13 +37,20 @@ class ListCommand : public Command {
     auto states = store.list();
     std::sort(states.begin(), states.end(),
               [](const auto& a, const auto& b) { return a.created < b.created; });
+    const std::string owner = owner_name();
     if (format_ == "json") {
       nlohmann::json out = nlohmann::json::array();
       for (const auto& s : states) {
         auto status = runtime::effective_status(s);
-        out.push_back({{"name", s.name},
-                       {"pid", status == runtime::Status::running ? s.pid : 0},
-                       {"status", runtime::to_string(status)},
+        auto oci = nlohmann::json::parse(runtime::oci_state_json(s, status));
+        out.push_back({{"ociVersion", oci["ociVersion"]},
+                       {"id", s.name},
+                       {"name", s.name},
+                       {"pid", oci["pid"]},
+                       {"status", oci["status"]},
+                       {"bundle", s.bundle},
+                       {"owner", owner},
+                       {"annotations", s.annotations},
                        {"exit_code", s.exit_code},
                        {"rootfs", s.rootfs},
                        {"command", s.command},
@@ -52,21 +66,29 @@ class ListCommand : public Command {
       for (const auto& s : states) std::cout << s.name << "\n";
       return 0;
     }
-    std::printf("%-20s %-8s %-10s %-22s %s\n", "NAME", "PID", "STATUS", "CREATED", "COMMAND");
+    std::printf("%-20s %-8s %-10s %-20s %-22s %-10s %s\n", "ID", "PID", "STATUS", "BUNDLE",
+                "CREATED", "OWNER", "COMMAND");
     for (const auto& s : states) {
       auto status = runtime::effective_status(s);
-      std::string shown = runtime::to_string(status);
+      auto oci = nlohmann::json::parse(runtime::oci_state_json(s, status));
+      std::string shown = oci["status"].get<std::string>();
       if (status == runtime::Status::stopped) {
         shown += s.exit_code >= 0 ? "(" + std::to_string(s.exit_code) + ")" : "(killed)";
       }
-      std::printf("%-20s %-8d %-10s %-22s %s\n", s.name.c_str(),
-                  status == runtime::Status::running ? s.pid : 0, shown.c_str(), s.created.c_str(),
-                  join(s.command, " ").c_str());
+      std::printf("%-20s %-8d %-10s %-20s %-22s %-10s %s\n", s.name.c_str(), oci["pid"].get<int>(),
+                  shown.c_str(), s.bundle.empty() ? "-" : s.bundle.c_str(), s.created.c_str(),
+                  owner.c_str(), join(s.command, " ").c_str());
     }
     return 0;
   }
 
  private:
+  // The state root is the caller's own, so every container in it is the caller's.
+  static std::string owner_name() {
+    struct passwd* pw = ::getpwuid(::getuid());
+    return pw ? pw->pw_name : std::to_string(::getuid());
+  }
+
   std::string format_ = "table";
   bool quiet_ = false;
 };

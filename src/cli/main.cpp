@@ -1,4 +1,6 @@
 // mrun: a rootless, user-namespace-first container runtime. See mrun(1).
+#include <fcntl.h>
+
 #include <algorithm>
 #include <iostream>
 
@@ -7,6 +9,29 @@
 #include "cli/command.hpp"
 
 namespace {
+
+// The logger errors are reported through, once --log and --log-format are parsed.
+mrun::Logger& main_logger() {
+  static mrun::Logger logger;
+  return logger;
+}
+
+// Global options that take a separate value word: skipped when looking for the verb.
+bool takes_value(const std::string& word) {
+  return word == "--root" || word == "--log" || word == "--log-format" ||
+         word == "--cgroup-manager";
+}
+
+// --log FILE (runc's option, which conmon reads errors from): opened once, appended to,
+// inherited by the monitor and the container's setup (closed on the command's exec).
+void open_log(const mrun::runtime::GlobalOptions& global) {
+  using namespace mrun;
+  auto format = global.log_format == "json" ? LogFormat::json : LogFormat::text;
+  if (global.log_file.empty()) return;
+  int fd = ::open(global.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd < 0) throw_errno("open log file " + global.log_file, "give a writable --log path");
+  main_logger().set_log_file(fd, format);
+}
 
 int run_cli(int argc, char** argv) {
   using namespace mrun;
@@ -19,6 +44,12 @@ int run_cli(int argc, char** argv) {
       "--root", global.state_root,
       "state directory (default: $XDG_RUNTIME_DIR/mrun, /tmp/mrun-UID, root: /run/mrun)");
   app.add_flag("--debug", global.debug, "print what mrun decides and why");
+  app.add_option("--log", global.log_file, "also write diagnostics to FILE (as runc's --log)");
+  app.add_option("--log-format", global.log_format, "text|json: the format of --log FILE")
+      ->check(CLI::IsMember({"text", "json"}));
+  app.add_flag("--systemd-cgroup", global.systemd_cgroup,
+               "accepted for engines; linux.cgroupsPath slice:prefix:name is read as a "
+               "cgroupfs path (see mrun-oci(1))");
   app.add_option("--cgroup-manager", global.cgroup_manager,
                  "cgroupfs|systemd|disabled (as crun; disabled: no cgroup for the container)")
       ->check(CLI::IsMember({"cgroupfs", "systemd", "disabled"}));
@@ -36,6 +67,10 @@ int run_cli(int argc, char** argv) {
   commands.push_back(cli::make_start_command());
   commands.push_back(cli::make_state_command());
   commands.push_back(cli::make_features_command());
+  commands.push_back(cli::make_exec_command());
+  commands.push_back(cli::make_ps_command());
+  commands.push_back(cli::make_pause_command());
+  commands.push_back(cli::make_resume_command());
   std::vector<std::pair<CLI::App*, cli::Command*>> registered;
   for (auto& command : commands) registered.emplace_back(command->add_to(app), command.get());
 
@@ -43,7 +78,7 @@ int run_cli(int argc, char** argv) {
   // words before CLI11 parses the rest.
   std::vector<std::string> args(argv + 1, argv + argc);
   for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--root" || args[i] == "--cgroup-manager") {
+    if (takes_value(args[i])) {
       ++i;
       continue;
     }
@@ -70,9 +105,12 @@ int run_cli(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    Logger().error(std::string(e.what()) + " (see mrun --help)");
+    main_logger().error(std::string(e.what()) + " (see mrun --help)");
     return exit_code::runtime_error;
   }
+  main_logger().set_debug(global.debug);
+  open_log(global);
+  global.log_fd = main_logger().log_file();
   for (auto& [sub, command] : registered) {
     if (sub->parsed()) return command->execute(global);
   }
@@ -85,10 +123,10 @@ int main(int argc, char** argv) {
   try {
     return run_cli(argc, argv);
   } catch (const mrun::Error& e) {
-    mrun::Logger().error(e.what());
+    main_logger().error(e.what());
     return e.exit_status();
   } catch (const std::exception& e) {
-    mrun::Logger().error(e.what());
+    main_logger().error(e.what());
     return mrun::exit_code::runtime_error;
   }
 }

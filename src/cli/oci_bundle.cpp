@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -28,6 +29,51 @@ runtime::ContainerConfig config_from_bundle(const std::string& bundle, const std
   runtime::validate(config);
   oci::apply_rlimits(spec);
   return config;
+}
+
+void add_process_options(CLI::App* app, ProcessOptions& options) {
+  app->add_option("--console-socket", options.console_socket,
+                  "send the pty master to the unix socket PATH (process.terminal)");
+  app->add_option("--preserve-fds", options.preserve_fds,
+                  "pass fds 3..3+N-1 on to the container process")
+      ->check(CLI::NonNegativeNumber);
+  app->add_flag("--no-pivot", options.no_pivot,
+                "MS_MOVE and chroot instead of pivot_root (less safe; see mrun-oci(1))");
+  app->add_flag("--no-new-keyring", options.no_new_keyring,
+                "keep the caller's session keyring instead of a new one");
+}
+
+void apply_process_options(const ProcessOptions& options, runtime::ContainerConfig& config,
+                           bool detached) {
+  if (config.tty && detached && options.console_socket.empty()) {
+    throw Error("cannot allocate tty if mrun will detach without setting console socket", EINVAL,
+                "give --console-socket PATH, or set process.terminal to false");
+  }
+  if (!config.tty && !options.console_socket.empty()) {
+    throw Error("cannot use console socket if mrun will not allocate tty", EINVAL,
+                "set process.terminal to true in config.json");
+  }
+  if (!options.console_socket.empty()) {
+    char resolved[PATH_MAX];
+    // Made absolute now: the monitor changes nothing, but the socket path is the caller's.
+    config.console_socket = ::realpath(options.console_socket.c_str(), resolved) != nullptr
+                                ? std::string(resolved)
+                                : options.console_socket;
+  }
+  config.preserve_fds = options.preserve_fds;
+  const char* listen_fds = std::getenv("LISTEN_FDS");
+  const char* listen_pid = std::getenv("LISTEN_PID");
+  if (listen_fds && listen_pid && std::atoi(listen_pid) == ::getpid()) {
+    int n = std::atoi(listen_fds);
+    if (n > 0) {
+      // Socket activation passes them from fd 3, as --preserve-fds counts.
+      config.preserve_fds = std::max(config.preserve_fds, n);
+      config.env.push_back("LISTEN_FDS=" + std::to_string(n));
+      config.env.push_back("LISTEN_PID=1");
+    }
+  }
+  config.no_pivot = options.no_pivot;
+  config.new_keyring = !options.no_new_keyring;
 }
 
 runtime::ContainerState read_existing(const runtime::StateStore& store, const std::string& id) {

@@ -246,6 +246,7 @@ class RunCommand : public Command {
     run->add_flag("--keep-groups", options_.keep_groups,
                   "keep the caller's supplementary groups (no setgroups)");
     run->add_option("--bundle", options_.bundle, "run the OCI bundle DIR; the argument is the ID");
+    add_process_options(run, process_);
     // ROOTFS, "--" and the command are taken verbatim: options after ROOTFS belong
     // to the command.
     run_ = run;
@@ -258,6 +259,17 @@ class RunCommand : public Command {
     // launcher runs it.
     runtime::ContainerConfig config =
         options_.bundle.empty() ? build_config(ctx) : bundle_config(ctx);
+    if (!options_.bundle.empty()) {
+      apply_process_options(process_, config, config.detach);
+    } else {
+      if (!process_.console_socket.empty() && !config.tty) {
+        throw Error("--console-socket needs a terminal", EINVAL, "add -t");
+      }
+      config.console_socket = process_.console_socket;
+      config.preserve_fds = process_.preserve_fds;
+      config.no_pivot = process_.no_pivot;
+      config.new_keyring = !process_.no_new_keyring;
+    }
     if (config.detach) return run_detached(config, ctx);
     return runtime::run_container(config, ctx);
   }
@@ -366,6 +378,7 @@ class RunCommand : public Command {
   }
 
   RunOptions options_;
+  ProcessOptions process_;
   std::vector<std::string> trailing_;
   CLI::App* run_ = nullptr;
 };

@@ -4,12 +4,15 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <optional>
 
 #include "base/error.hpp"
 #include "base/unique_fd.hpp"
 #include "cli/command.hpp"
 #include "cli/oci_bundle.hpp"
+#include "runtime/hooks.hpp"
 #include "runtime/state.hpp"
+#include "sys/fs.hpp"
 
 namespace mrun::cli {
 
@@ -27,7 +30,7 @@ class StartCommand : public Command {
     auto ctx = runtime::make_context(global);
     runtime::StateStore store(ctx.state_root);
     // Under the lock from check to record: two concurrent starts never both release it.
-    runtime::StateLock lock(store.root());
+    std::optional<runtime::StateLock> lock(std::in_place, store.root());
     auto state = read_existing(store, id_);
     switch (runtime::effective_status(state)) {
       case runtime::Status::created: break;
@@ -38,6 +41,16 @@ class StartCommand : public Command {
     release(store.dir_of(id_) + "/exec.fifo");
     state.status = runtime::Status::running;
     store.write(state);
+    lock.reset();  // a hook may well ask `mrun state`
+    // poststart: once the process runs, before start returns; failures are warnings.
+    if (auto hooks = sys::read_file(store.dir_of(id_) + "/hooks.json")) {
+      try {
+        runtime::run_hooks(runtime::hooks_from_json(*hooks).poststart, "poststart",
+                           runtime::oci_state_json(state, runtime::Status::running));
+      } catch (const Error& e) {
+        ctx.log.warn(e.what());
+      }
+    }
     return 0;
   }
 

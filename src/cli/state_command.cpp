@@ -1,10 +1,8 @@
 // mrun state ID   -- see mrun-oci(1)
 #include <iostream>
-#include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
 #include "cli/oci_bundle.hpp"
-#include "oci/spec.hpp"
 #include "runtime/state.hpp"
 
 namespace mrun::cli {
@@ -24,17 +22,7 @@ class StateCommand : public Command {
     auto ctx = runtime::make_context(global);
     runtime::StateStore store(ctx.state_root);
     auto state = read_existing(store, id_);
-    auto status = runtime::effective_status(state);
-    // The runtime spec's state: pid only while the process exists (runc prints 0).
-    nlohmann::json j = {
-        {"ociVersion", oci::spec_version},
-        {"id", state.name},
-        {"status", runtime::to_string(status)},
-        {"pid", status == runtime::Status::stopped ? 0 : state.pid},
-        {"bundle", state.bundle},
-    };
-    if (!state.annotations.empty()) j["annotations"] = state.annotations;
-    std::cout << j.dump(2) << std::endl;
+    std::cout << runtime::oci_state_json(state, runtime::effective_status(state), 2) << std::endl;
     return 0;
   }
 

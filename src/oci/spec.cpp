@@ -669,7 +669,7 @@ void convert_resources(const json& r, runtime::ContainerConfig& c) {
 // OCI lists every capability set explicitly; mrun's options are "drop all, add these".
 // Only the common shape (bounding = effective = permitted, no extra inheritable or
 // ambient) maps onto that exactly.
-void convert_capabilities(const Capabilities& caps, runtime::ContainerConfig& c) {
+void convert_capabilities(const Capabilities& caps, security::SecurityOptions& security) {
   auto bounding = caps.bounding.value_or(std::vector<std::string>{});
   auto same = [&](const std::optional<std::vector<std::string>>& set) {
     return !set || set->empty() || same_set(*set, bounding);
@@ -681,11 +681,63 @@ void convert_capabilities(const Capabilities& caps, runtime::ContainerConfig& c)
   if (!same(caps.inheritable) || !same(caps.ambient)) {
     throw unsupported("process.capabilities", "inheritable or ambient sets of their own");
   }
-  c.security.cap_drop = {"ALL"};
-  c.security.cap_add = bounding;
+  security.cap_drop = {"ALL"};
+  security.cap_add = bounding;
 }
 
 }  // namespace
+
+void convert_process_security(const Process& p, security::SecurityOptions& security) {
+  security.no_new_privileges = p.no_new_privileges.value_or(false);
+  if (p.capabilities) {
+    convert_capabilities(*p.capabilities, security);
+  } else {
+    security.cap_drop = {"ALL"};
+  }
+}
+
+Process parse_process_text(const std::string& text) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw Error(std::string("process.json: malformed JSON: ") + e.what(), EINVAL);
+  }
+  Process p;
+  try {
+    p = parse_process(j);
+  } catch (const Error& e) {
+    throw Error(std::string(e.what_failed()).replace(0, 11, "process.json"), EINVAL);
+  }
+  if (p.args.empty()) throw Error("process.json: args must not be empty", EINVAL);
+  if (!p.cwd.empty() && p.cwd[0] != '/') {
+    throw Error("process.json: cwd \"" + p.cwd + "\" must be an absolute path", EINVAL);
+  }
+  return p;
+}
+
+std::string cgroup_parent_from_path(const std::string& path) {
+  auto parts = split(path, ':');
+  if (parts.size() == 3 && path[0] != '/') {
+    // systemd's "slice:prefix:name": the slice's directory, "a-b.slice" living in
+    // a.slice/a-b.slice as systemd nests them; "" and "-.slice" are the root.
+    const std::string& slice = parts[0];
+    if (slice.empty() || slice == "-.slice") return {};
+    std::string base = slice.substr(0, slice.size() - (slice.ends_with(".slice") ? 6 : 0));
+    std::string dir;
+    std::string prefix;
+    for (const auto& piece : split(base, '-')) {
+      prefix += (prefix.empty() ? "" : "-") + piece;
+      dir += (dir.empty() ? "" : "/") + prefix + ".slice";
+    }
+    return dir;
+  }
+  // cgroupfs: the directory the named cgroup would be in, relative to the root.
+  std::string p = path;
+  while (!p.empty() && p.front() == '/') p.erase(0, 1);
+  auto slash = p.rfind('/');
+  return slash == std::string::npos ? std::string() : p.substr(0, slash);
+}
 
 runtime::ContainerConfig to_container_config(const Spec& spec, const std::string& bundle,
                                              const std::string& id, std::uint32_t uid,
@@ -721,12 +773,7 @@ runtime::ContainerConfig to_container_config(const Spec& spec, const std::string
   for (const auto& r : p.rlimits) log.debug("oci: rlimit " + r.type + " applied before clone");
   // The spec's defaults, not mrun run's: no capability set means none, no
   // noNewPrivileges means false, no linux.seccomp means no filter.
-  c.security.no_new_privileges = p.no_new_privileges.value_or(false);
-  if (p.capabilities) {
-    convert_capabilities(*p.capabilities, c);
-  } else {
-    c.security.cap_drop = {"ALL"};
-  }
+  convert_process_security(p, c.security);
 
   c.rootfs = spec.root->path[0] == '/' ? spec.root->path : bundle + "/" + spec.root->path;
   c.read_only = spec.root->readonly.value_or(false);
@@ -736,7 +783,8 @@ runtime::ContainerConfig to_container_config(const Spec& spec, const std::string
   convert_mounts(spec, bundle, c, log);
   if (spec.hooks) {
     for (const auto& [stage, list] : spec.hooks->by_stage) {
-      if (!list.empty()) throw unsupported("hooks." + stage, "hooks are parsed but not run yet");
+      auto& out = runtime::hooks_of(c.hooks, stage);  // stage names checked by parse_spec
+      for (const auto& h : list) out.push_back({h.path, h.args, h.env, h.timeout});
     }
   }
   if (spec.annotations) {
@@ -755,7 +803,14 @@ runtime::ContainerConfig to_container_config(const Spec& spec, const std::string
   if (l.devices) convert_devices(*l.devices, c);
   if (l.resources) convert_resources(*l.resources, c);
   if (l.cgroups_path && !l.cgroups_path->empty()) {
-    throw unsupported("linux.cgroupsPath", "mrun places the container's cgroup itself");
+    // Rootless, mrun's leaf goes where it can move the container: its delegated subtree.
+    if (uid == 0) {
+      c.cgroup_parent = cgroup_parent_from_path(*l.cgroups_path);
+      log.debug("oci: linux.cgroupsPath " + *l.cgroups_path + ": leaf mrun-" + id + " under " +
+                (c.cgroup_parent.empty() ? "the default parent" : c.cgroup_parent));
+    } else {
+      log.debug("oci: linux.cgroupsPath " + *l.cgroups_path + " not used rootless");
+    }
   }
   if (l.sysctl) {
     // Only what the container's own namespaces scope (runc's rule): anything else

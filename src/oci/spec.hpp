@@ -16,6 +16,7 @@
 
 #include "base/log.hpp"
 #include "runtime/config.hpp"
+#include "runtime/state.hpp"
 
 namespace mrun::oci {
 
@@ -114,7 +115,7 @@ struct Spec {
   nlohmann::json extra = nlohmann::json::object();
 };
 
-inline constexpr const char* spec_version = "1.0.2";
+inline constexpr const char* spec_version = runtime::oci_version;
 
 // Parses and type-checks; throws mrun::Error ("config.json: process.args: ...") for a
 // malformed document or a property of the wrong type.
@@ -140,6 +141,20 @@ runtime::ContainerConfig to_container_config(const Spec& spec, const std::string
                                              const std::string& id, std::uint32_t uid,
                                              std::uint32_t gid, const std::string& scratch_dir,
                                              const Logger& log);
+
+// A process object alone (`mrun exec --process FILE`, runc's process.json): parsed and
+// type-checked as config.json's, args non-empty, cwd absolute when given. Errors start
+// with "process.json: ".
+Process parse_process_text(const std::string& text);
+// process.noNewPrivileges and capabilities as mrun's security options (the spec's
+// defaults: none of either when absent). Throws for sets mrun cannot express.
+void convert_process_security(const Process& p, security::SecurityOptions& security);
+
+// linux.cgroupsPath as the parent directory of mrun's leaf (mrun names the leaf itself,
+// mrun-<id>), relative to the cgroup2 root: systemd's "slice:prefix:name" (as engines
+// pass it with --systemd-cgroup) gives the slice's directory ("machine-a.slice" ->
+// "machine.slice/machine-a.slice"), a cgroupfs path "/a/b/c" gives "a/b".
+std::string cgroup_parent_from_path(const std::string& path);
 
 // process.rlimits, applied to the calling process before clone (inherited by the
 // container). Throws naming the limit when the kernel refuses it.

@@ -91,9 +91,10 @@ void validate(const ContainerConfig& config) {
                     to_string(config.network),
                 EINVAL, "drop it, or choose --network=slirp4netns or --network=pasta");
   }
-  if (config.tty && config.detach) {
+  // With --console-socket the pty goes to whoever listens there; else nobody would have it.
+  if (config.tty && config.detach && config.console_socket.empty()) {
     throw Error("--tty cannot be combined with --detach", EINVAL,
-                "there is no attach command yet; drop -t or -d");
+                "there is no attach command yet; drop -t or -d, or give --console-socket");
   }
 }
 

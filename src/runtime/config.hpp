@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <map>
 #include <optional>
 #include <string>
@@ -12,7 +13,7 @@
 #include "cgroup/limits.hpp"
 #include "mount/devices.hpp"
 #include "net/publish_spec.hpp"
-
+#include "runtime/hooks.hpp"
 #include "security/security_options.hpp"
 
 namespace mrun::runtime {
@@ -70,6 +71,16 @@ struct ContainerConfig {
   // From an OCI bundle (src/oci/): reported by `mrun state`, not acted on.
   std::string bundle;  // absolute; empty: not run from a bundle
   std::map<std::string, std::string> annotations;
+  Hooks hooks;  // config.json's hooks (runtime/hooks.hpp says when each stage runs)
+
+  // How the process is wired: the OCI verbs' options (mrun-oci(1)), not `mrun run` flags.
+  // Inherited fds that become the command's 0, 1, 2 (create: the caller's own, so an
+  // engine's pipes reach the container); -1: what the launcher has.
+  std::array<int, 3> stdio_fds{-1, -1, -1};
+  int preserve_fds = 0;        // --preserve-fds (+ LISTEN_FDS): fds 3..3+N-1 stay open
+  std::string console_socket;  // --console-socket: the pty master is sent there, not relayed
+  bool no_pivot = false;       // --no-pivot: MS_MOVE + chroot instead of pivot_root
+  bool new_keyring = true;     // false with --no-new-keyring
 };
 
 std::string to_string(OverlayMode mode);

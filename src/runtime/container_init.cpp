@@ -16,6 +16,7 @@
 #include "base/error.hpp"
 #include "base/strings.hpp"
 #include "mount/mount_apply.hpp"
+#include "runtime/hooks.hpp"
 #include "runtime/reaper.hpp"
 #include "sys/fs.hpp"
 #include "sys/syscalls.hpp"
@@ -172,8 +173,14 @@ UniqueFd open_exec_fifo(const LaunchSpec& spec) {
 // Tells the parent we are set up, then blocks until `mrun start` opens the fifo for
 // reading. After the credential and capability steps (so `start` releases exactly the
 // process that will exec), before seccomp (which judges only the command).
-void wait_for_start(const SyncChannel& sync, const UniqueFd& exec_fifo) {
-  if (!exec_fifo) return;
+// startContainer hooks run between the open and the byte: a failing hook makes `mrun
+// start` fail (it sees the fifo closed without a byte), as the spec asks.
+void wait_for_start(const LaunchSpec& spec, const SyncChannel& sync, const UniqueFd& exec_fifo,
+                    const std::string& state_json) {
+  if (!exec_fifo) {
+    run_hooks(spec.config.hooks.start_container, "startContainer", state_json);
+    return;
+  }
   sync.send(SyncType::created);
   std::string path = "/proc/self/fd/" + std::to_string(exec_fifo.get());
   UniqueFd writer;
@@ -181,11 +188,45 @@ void wait_for_start(const SyncChannel& sync, const UniqueFd& exec_fifo) {
     writer.reset(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
   } while (!writer && errno == EINTR);
   if (!writer) throw_errno("open exec fifo for writing");
+  run_hooks(spec.config.hooks.start_container, "startContainer", state_json);
   if (::write(writer.get(), "0", 1) != 1) throw_errno("write exec fifo");
 }
 
+// create: the caller's stdio (an engine's pipes) become the command's 0, 1, 2.
+void attach_stdio(const LaunchSpec& spec) {
+  for (int i = 0; i < 3; ++i) {
+    int fd = spec.config.stdio_fds[static_cast<std::size_t>(i)];
+    if (fd >= 0 && ::dup2(fd, i) < 0) throw_errno("attach the caller's fd " + std::to_string(i));
+  }
+}
+
+// prestart/createRuntime by mrun (runtime namespaces), then createContainer here (the
+// container's namespaces, before pivot_root so that host paths resolve). Returns the
+// state JSON for startContainer; empty when there are no hooks before start.
+std::string run_create_hooks(const LaunchSpec& spec, const SyncChannel& sync) {
+  if (!spec.config.hooks.any_before_start()) return {};
+  sync.send(SyncType::create_hooks);
+  auto reply = sync.expect(SyncType::hooks_done);
+  run_hooks(spec.config.hooks.create_container, "createContainer", reply.text);
+  return reply.text;
+}
+
+void join_new_keyring(const LaunchSpec& spec) {
+  if (!spec.config.new_keyring) return;
+  int err = sys::join_session_keyring(session_keyring_name(spec.config.name));
+  // As runc: a kernel without keyrings, a seccomp filter outside denying keyctl, or the
+  // caller's key quota (kernel.keys.maxkeys) used up is not an error; the container then shares the
+  // session keyring it inherited.
+  if (err == ENOSYS || err == EPERM || err == EACCES || err == EDQUOT) {
+    spec.log.debug(std::string("no new session keyring: ") + std::strerror(err));
+  } else if (err != 0) {
+    throw_errno(err, "join a new session keyring", "use --no-new-keyring");
+  }
+}
+
 [[noreturn]] void exec_command(const LaunchSpec& spec, const SyncChannel& sync,
-                               const UniqueFd& parent_pidfd, const UniqueFd& exec_fifo) {
+                               const UniqueFd& parent_pidfd, const UniqueFd& exec_fifo,
+                               const std::string& state_json) {
   const auto& args = spec.config.args;
   std::string path = resolve_command(args.front(), env_value(spec.config.env, "PATH"));
   std::vector<char*> argv;
@@ -197,7 +238,8 @@ void wait_for_start(const SyncChannel& sync, const UniqueFd& exec_fifo) {
   die_with_parent(parent_pidfd);
   reset_signals();
   if (spec.config.umask) ::umask(*spec.config.umask);
-  wait_for_start(sync, exec_fifo);
+  wait_for_start(spec, sync, exec_fifo, state_json);
+  sys::keep_fds_across_exec(spec.config.preserve_fds);
   // Last, so that the filter judges the command and nothing of mrun's own setup.
   security::load_seccomp_last(spec.security);
   ::execve(path.c_str(), argv.data(), envp.data());
@@ -216,6 +258,10 @@ void wait_for_start(const SyncChannel& sync, const UniqueFd& exec_fifo) {
 }
 
 }  // namespace
+
+std::string session_keyring_name(const std::string& id) {
+  return "_ses." + id;
+}
 
 std::string resolve_command(const std::string& name, const std::string& path_env) {
   auto check = [&](const std::string& candidate, bool searched) -> int {
@@ -264,10 +310,20 @@ void container_main(const LaunchSpec& spec, const SyncChannel& sync, const Uniqu
     write_sysctls(spec);
     mount_rootfs(spec, sync);
     mount::apply_mount_plan(spec.layers.merged, spec.mounts, spec.log);
-    sys::pivot_into(spec.layers.merged);
+    std::string state_json = run_create_hooks(spec, sync);
+    if (spec.config.no_pivot) {
+      sys::move_root_into(spec.layers.merged);
+    } else {
+      sys::pivot_into(spec.layers.merged);
+    }
     sys::set_hostname(spec.config.hostname);
     if (spec.config.network != NetworkMode::host) sys::bring_loopback_up();
-    if (spec.config.tty) attach_new_pty(sync);
+    join_new_keyring(spec);
+    if (spec.config.tty) {
+      attach_new_pty(sync);
+    } else {
+      attach_stdio(spec);
+    }
     prepare_workdir(spec.config.workdir);
     if (spec.config.init) {
       // PID 1 becomes mrun's reaper; the command runs as its child (PID 2).
@@ -280,7 +336,7 @@ void container_main(const LaunchSpec& spec, const SyncChannel& sync, const Uniqu
       }
     }
     switch_user(spec);
-    exec_command(spec, sync, parent_pidfd, exec_fifo);
+    exec_command(spec, sync, parent_pidfd, exec_fifo, state_json);
   } catch (const Error& e) {
     report_and_exit(sync, e);
   } catch (const std::exception& e) {

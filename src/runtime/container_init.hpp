@@ -11,6 +11,10 @@ namespace mrun::runtime {
 [[noreturn]] void container_main(const LaunchSpec& spec, const SyncChannel& sync,
                                  const UniqueFd& parent_pidfd);
 
+// The session keyring a container joins unless --no-new-keyring: "_ses.<id>", as runc
+// names it (keyctl show in the container says whose it is).
+std::string session_keyring_name(const std::string& id);
+
 // Command lookup as execvp does it, against the container's PATH; throws an Error
 // carrying exit status 127 (not found) or 126 (not executable).
 std::string resolve_command(const std::string& name, const std::string& path_env);

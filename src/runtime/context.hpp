@@ -11,6 +11,10 @@ namespace mrun::runtime {
 struct GlobalOptions {
   std::string state_root;  // --root; empty: the default for the caller
   bool debug = false;
+  std::string log_file;             // --log FILE
+  std::string log_format = "text";  // --log-format text|json
+  int log_fd = -1;                  // FILE, opened by main; -1: none
+  bool systemd_cgroup = false;      // --systemd-cgroup: accepted (mrun-oci(1))
   // --cgroup-manager cgroupfs|systemd|disabled (crun's option; podman passes
   // "disabled" with --cgroups=disabled): disabled means no cgroup for the container.
   std::string cgroup_manager;

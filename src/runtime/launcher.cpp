@@ -22,6 +22,8 @@
 #include "net/network.hpp"
 #include "net/network_files.hpp"
 #include "runtime/container_init.hpp"
+#include "runtime/exec.hpp"
+#include "runtime/hooks.hpp"
 #include "runtime/launch_spec.hpp"
 #include "runtime/state.hpp"
 #include "runtime/storage.hpp"
@@ -246,6 +248,34 @@ void check_inputs(const ContainerConfig& config) {
   for (const auto& d : config.devices) mount::inspect_device(d);
 }
 
+// The container's state for its hooks, as `mrun state` prints it.
+std::string hook_state(ContainerState state, Status status, pid_t pid) {
+  state.status = status;
+  state.pid = pid;
+  return oci_state_json(state, status);
+}
+
+// The launcher's copies of the fds handed to the container (the caller's stdio, the
+// preserved ones): closed once the container has its own, so that an engine reading
+// the container's stdout sees end-of-file when the container closes it, not when mrun
+// exits.
+void close_handed_over_fds(const ContainerConfig& config) {
+  for (int fd : config.stdio_fds) {
+    if (fd > 2) ::close(fd);
+  }
+  if (config.stdio_fds[0] < 0) return;  // not the monitor: the fds are the caller's own
+  for (int fd = 3; fd < 3 + config.preserve_fds; ++fd) ::close(fd);
+}
+
+void run_poststart(const ContainerConfig& config, const std::string& state_json,
+                   const Context& ctx) {
+  try {
+    run_hooks(config.hooks.poststart, "poststart", state_json);
+  } catch (const Error& e) {
+    ctx.log.warn(e.what());  // the spec: a poststart failure is logged, nothing more
+  }
+}
+
 }  // namespace
 
 void remove_container(const Context& ctx, const std::string& name) {
@@ -316,6 +346,13 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   };
   ScopeGuard undo_claim(cleanup);
   if (hooks.on_claimed) hooks.on_claimed(store.dir_of(config.name));
+  // What `mrun exec` and the later verbs need of the config (they have no bundle to
+  // reread: `mrun run -d` containers have none, and a bundle may change).
+  sys::write_file_atomic(store.dir_of(config.name) + "/exec.json",
+                         exec_defaults_to_json(exec_defaults_of(config, privilege)));
+  if (!config.hooks.empty()) {
+    sys::write_file_atomic(store.dir_of(config.name) + "/hooks.json", hooks_to_json(config.hooks));
+  }
 
   // 2. Plan: id maps, storage, mounts.
   const auto ids = plan_ids(config, privilege, ctx);
@@ -354,6 +391,7 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
     container_main(spec, child_end, self_pidfd);
   }
   child_end.close();
+  close_handed_over_fds(config);
   std::optional<sys::SpawnedProcess> fuse;
   auto kill_child = [&] {
     sys::pidfd_send_signal(child.pidfd.get(), SIGKILL);
@@ -387,9 +425,20 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
         throw;
       }
     } else if (message->type == SyncType::pty_master) {
-      pty_master = std::move(message->fd);
-      copy_window_size(pty_master.get());
+      if (!config.console_socket.empty()) {
+        // The engine's console: it owns the master from now on; mrun relays nothing.
+        sys::send_fd_to_socket(config.console_socket, message->fd.get(), "/dev/ptmx");
+      } else {
+        pty_master = std::move(message->fd);
+        copy_window_size(pty_master.get());
+      }
       parent_end.send(SyncType::pty_ready);
+    } else if (message->type == SyncType::create_hooks) {
+      // The container's namespaces exist and its mounts are made; pivot_root comes after.
+      std::string json = hook_state(state, Status::creating, child.pid);
+      run_hooks(config.hooks.prestart, "prestart", json);
+      run_hooks(config.hooks.create_runtime, "createRuntime", json);
+      parent_end.send(SyncType::hooks_done, 0, hook_state(state, Status::created, child.pid));
     } else if (message->type == SyncType::error) {
       setup_error = Error(message->text, 0, {}, message->value);
     } else if (message->type == SyncType::created && hooks.on_created) {
@@ -422,6 +471,7 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   }
   undo_child.dismiss();
   undo_claim.dismiss();
+  if (!held) run_poststart(config, oci_state_json(state, Status::running), ctx);
   if (hooks.on_started) hooks.on_started();
 
   if (network) network->watch(ctx.log);

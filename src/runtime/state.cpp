@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
+#include "base/strings.hpp"
 #include "sys/fs.hpp"
 #include "sys/syscalls.hpp"
 
@@ -65,6 +66,21 @@ std::string state_to_json(const ContainerState& s) {
       {"annotations", s.annotations},
   };
   return j.dump(2) + "\n";
+}
+
+std::string oci_state_json(const ContainerState& state, Status status, int indent) {
+  json j = {
+      {"ociVersion", oci_version},   {"id", state.name},
+      {"status", to_string(status)}, {"pid", status == Status::stopped ? 0 : state.pid},
+      {"bundle", state.bundle},
+  };
+  // `mrun pause` froze its cgroup (cgroup.freeze): the spec's "paused", as runc says.
+  if (status == Status::running && !state.cgroup.empty() &&
+      trim(sys::read_file(state.cgroup + "/cgroup.freeze").value_or("0")) == "1") {
+    j["status"] = "paused";
+  }
+  if (!state.annotations.empty()) j["annotations"] = state.annotations;
+  return j.dump(indent);
 }
 
 ContainerState state_from_json(const std::string& text) {

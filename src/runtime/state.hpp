@@ -42,6 +42,13 @@ struct ContainerState {
 };
 
 std::string state_to_json(const ContainerState& state);
+
+// The runtime-spec version mrun implements (oci::spec_version is this one).
+inline constexpr const char* oci_version = "1.0.2";
+// The state as the runtime spec defines it (`mrun state`, and hooks' stdin): ociVersion,
+// id, status, pid (0 once stopped, as runc), bundle, annotations when there are any.
+// `indent` as nlohmann's dump.
+std::string oci_state_json(const ContainerState& state, Status status, int indent = -1);
 ContainerState state_from_json(const std::string& text);
 
 // Live status: a "running" record whose init process is gone (mrun was SIGKILLed, the

@@ -20,6 +20,8 @@ enum class SyncType : std::uint32_t {
   pty_ready,       // parent -> child: window size set, go on
   error,           // child -> parent: setup failed (value: exit status, text: message)
   created,         // child -> parent: set up, now held on the exec fifo until `start`
+  create_hooks,    // child -> parent: mounts made; run prestart/createRuntime hooks
+  hooks_done,      // parent -> child: done (text: the state JSON for the container's hooks)
 };
 
 struct SyncMessage {

@@ -1,5 +1,6 @@
 #include "sys/syscalls.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/mount.h>
 #include <linux/openat2.h>
@@ -11,12 +12,15 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -90,6 +94,79 @@ void pivot_into(const std::string& new_root) {
   }
   if (::umount2(".", MNT_DETACH) != 0) throw_errno("detach old root");
   if (::chdir("/") != 0) throw_errno("chdir to / in the new root");
+}
+
+void move_root_into(const std::string& new_root) {
+  if (::chdir(new_root.c_str()) != 0) throw_errno("chdir to new root " + new_root);
+  if (::mount(new_root.c_str(), "/", nullptr, MS_MOVE, nullptr) != 0) {
+    throw_errno("move " + new_root + " onto / (--no-pivot)");
+  }
+  if (::chroot(".") != 0) throw_errno("chroot into " + new_root + " (--no-pivot)");
+  if (::chdir("/") != 0) throw_errno("chdir to / in the new root");
+}
+
+int join_session_keyring(const std::string& name) {
+  constexpr long keyctl_join_session_keyring = 1;  // KEYCTL_JOIN_SESSION_KEYRING
+  if (::syscall(SYS_keyctl, keyctl_join_session_keyring, name.c_str()) < 0) return errno;
+  return 0;
+}
+
+void send_fd_to_socket(const std::string& path, int fd, const std::string& name) {
+  UniqueFd sock(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!sock) throw_errno("socket for --console-socket");
+  struct sockaddr_un addr {};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) {
+    throw Error("--console-socket " + path + ": path too long", ENAMETOOLONG);
+  }
+  std::memcpy(addr.sun_path, path.c_str(), path.size());
+  if (::connect(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    throw_errno("connect to --console-socket " + path, "the socket must be listening");
+  }
+  struct iovec iov {
+    const_cast<char*>(name.data()), name.size()
+  };
+  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  struct msghdr msg {};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  struct cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+  cmsg->cmsg_level = SOL_SOCKET;
+  cmsg->cmsg_type = SCM_RIGHTS;
+  cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(cmsg), &fd, sizeof(int));
+  while (::sendmsg(sock.get(), &msg, MSG_NOSIGNAL) < 0) {
+    if (errno != EINTR) throw_errno("send the pty master to --console-socket " + path);
+  }
+}
+
+bool same_namespace(pid_t pid, const std::string& type) {
+  struct stat self {
+  }, other{};
+  std::string mine = "/proc/self/ns/" + type;
+  std::string theirs = "/proc/" + std::to_string(pid) + "/ns/" + type;
+  if (::stat(mine.c_str(), &self) != 0) throw_errno("stat " + mine);
+  if (::stat(theirs.c_str(), &other) != 0) throw_errno("stat " + theirs);
+  return self.st_dev == other.st_dev && self.st_ino == other.st_ino;
+}
+
+void keep_fds_across_exec(int preserve) {
+  for (int fd = 3; fd < 3 + preserve; ++fd) {
+    int flags = ::fcntl(fd, F_GETFD);
+    if (flags >= 0) ::fcntl(fd, F_SETFD, flags & ~FD_CLOEXEC);
+  }
+  DIR* dir = ::opendir("/proc/self/fd");
+  if (dir == nullptr) throw_errno("list /proc/self/fd");
+  while (struct dirent* entry = ::readdir(dir)) {
+    char* end = nullptr;
+    long fd = std::strtol(entry->d_name, &end, 10);
+    if (end == entry->d_name || *end != '\0' || fd < 3 + preserve) continue;
+    int flags = ::fcntl(static_cast<int>(fd), F_GETFD);
+    if (flags >= 0) ::fcntl(static_cast<int>(fd), F_SETFD, flags | FD_CLOEXEC);
+  }
+  ::closedir(dir);
 }
 
 void set_hostname(const std::string& name) {

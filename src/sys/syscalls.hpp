@@ -27,6 +27,29 @@ void umount_detach(const std::string& target);
 // the host's mount tree is reachable from the process.
 void pivot_into(const std::string& new_root);
 
+// --no-pivot: MS_MOVE `new_root` onto / and chroot into it. Weaker than pivot_root: the
+// old root stays mounted underneath and a process with CAP_SYS_CHROOT in the container
+// can climb out of a chroot; only for filesystems pivot_root refuses (an initramfs).
+void move_root_into(const std::string& new_root);
+
+// keyctl(KEYCTL_JOIN_SESSION_KEYRING, name): a fresh session keyring, so the container
+// never shares the caller's keys. Returns the errno (0 on success): ENOSYS/EPERM/EACCES
+// (no keyrings, or a seccomp filter of an outer container) are the caller's to judge.
+int join_session_keyring(const std::string& name);
+
+// --console-socket: connects to the unix socket at `path` and sends `fd` in one
+// SCM_RIGHTS message whose data is `name` (runc sends the pty master so, named
+// "/dev/ptmx"; conmon and podman read it that way).
+void send_fd_to_socket(const std::string& path, int fd, const std::string& name);
+
+// Whether this process and `pid` are in the same namespace of `type` ("user", "mnt", ...):
+// setns refuses to join one's own user namespace, so exec asks first.
+bool same_namespace(pid_t pid, const std::string& type);
+
+// --preserve-fds N: fds 3..3+N-1 stay open across exec; every other fd above 2 becomes
+// close-on-exec (most are already; this catches whatever leaked into mrun), as runc.
+void keep_fds_across_exec(int preserve);
+
 void set_hostname(const std::string& name);
 void set_no_new_privs();
 void set_parent_death_signal(int sig);

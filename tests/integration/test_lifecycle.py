@@ -87,7 +87,7 @@ def test_list_table(mrun, rootfs, name):
         t = mrun("list")
         M.assert_rc(t)
         header = t.lines[0].split() if t.lines else []
-        assert "NAME" in header and "STATUS" in header, f"no NAME/STATUS header:\n{t.out}"
+        assert "ID" in header and "STATUS" in header, f"no ID/STATUS header:\n{t.out}"
         rows = [line.split() for line in t.lines[1:] if line.split()[:1] == [name]]
         assert len(rows) == 1 and "running" in rows[0], f"{name} not listed as running:\n{t.out}"
     finally:

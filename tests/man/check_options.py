@@ -25,6 +25,12 @@ PAGES = [
     ("mrun-oci.1.scd", ["start"]),
     ("mrun-oci.1.scd", ["state"]),
     ("mrun-oci.1.scd", ["features"]),
+    ("mrun-oci.1.scd", ["exec"]),
+    ("mrun-oci.1.scd", ["ps"]),
+    ("mrun-oci.1.scd", ["pause"]),
+    ("mrun-oci.1.scd", ["resume"]),
+    ("mrun-oci.1.scd", ["kill"]),
+    ("mrun-oci.1.scd", ["delete"]),
     ("mrun-cdi.1.scd", ["cdi", "generate"]),
     ("mrun-cdi.1.scd", ["cdi", "list"]),
 ]

@@ -191,6 +191,19 @@ suite() {
     else
         not_ok "$who: mrun stats shows memory.current/max, pids and CPU time" "run -d failed: $output"
     fi
+    # pause/resume (mrun-oci(1)): the cgroup v2 freezer of the leaf; ps reads cgroup.procs.
+    local leaf=$parent/mrun-stats-$who pids
+    pids=$("$runner" "$M" ps --format json "stats-$who" 2>&1)
+    if "$runner" "$M" pause "stats-$who" >/dev/null 2>&1 && [[ $(cat "$leaf/cgroup.freeze" 2>/dev/null) == 1 ]] &&
+        "$runner" "$M" state "stats-$who" 2>/dev/null | grep -q '"status": "paused"' &&
+        "$runner" "$M" resume "stats-$who" >/dev/null 2>&1 && [[ $(cat "$leaf/cgroup.freeze" 2>/dev/null) == 0 ]] &&
+        "$runner" "$M" state "stats-$who" 2>/dev/null | grep -q '"status": "running"' &&
+        grep -qE '^\[[0-9]+\]$' <<<"$pids"; then
+        ok "$who: pause freezes the leaf (state paused), resume thaws it; ps lists cgroup.procs"
+    else
+        not_ok "$who: pause freezes the leaf (state paused), resume thaws it; ps lists cgroup.procs" \
+            "ps: $pids" "freeze: $(cat "$leaf/cgroup.freeze" 2>&1)" "$("$runner" "$M" pause "stats-$who" 2>&1)"
+    fi
     "$runner" "$M" delete -f "stats-$who" >/dev/null 2>&1
     if [[ -z $(leaves "$parent") ]]; then
         ok "$who: no leaf left after all runs"

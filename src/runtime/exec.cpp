@@ -1,0 +1,320 @@
+#include "runtime/exec.hpp"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "base/error.hpp"
+#include "base/strings.hpp"
+#include "mount/devices.hpp"
+#include "runtime/container_init.hpp"
+#include "runtime/supervise.hpp"
+#include "runtime/sync_channel.hpp"
+#include "security/security_plan.hpp"
+#include "sys/fs.hpp"
+#include "sys/syscalls.hpp"
+
+namespace mrun::runtime {
+
+using nlohmann::json;
+
+namespace {
+
+std::string seccomp_mode_name(security::SeccompMode mode) {
+  switch (mode) {
+    case security::SeccompMode::automatic: return "automatic";
+    case security::SeccompMode::unconfined: return "unconfined";
+    case security::SeccompMode::file: return "file";
+  }
+  return "automatic";
+}
+
+security::SeccompMode seccomp_mode_from(const std::string& name) {
+  if (name == "unconfined") return security::SeccompMode::unconfined;
+  if (name == "file") return security::SeccompMode::file;
+  return security::SeccompMode::automatic;
+}
+
+std::string env_value(const std::vector<std::string>& env, const std::string& key) {
+  for (const auto& entry : env) {
+    if (starts_with(entry, key + "=")) return entry.substr(key.size() + 1);
+  }
+  return {};
+}
+
+}  // namespace
+
+ExecDefaults exec_defaults_of(const ContainerConfig& config, const PrivilegeModel& privilege) {
+  ExecDefaults d;
+  d.env = config.env;
+  if (config.gpu) mount::add_gpu_environment(d.env);
+  d.cwd = config.workdir;
+  d.user = config.user;
+  d.security = config.security;
+  d.keep_groups = config.keep_groups;
+  d.host_capabilities = privilege.host_capabilities;
+  return d;
+}
+
+std::string exec_defaults_to_json(const ExecDefaults& d) {
+  json j = {{"env", d.env},
+            {"cwd", d.cwd},
+            {"uid", d.user.uid},
+            {"gid", d.user.gid},
+            {"seccomp", seccomp_mode_name(d.security.seccomp)},
+            {"seccomp_profile", d.security.seccomp_profile},
+            {"no_new_privileges", d.security.no_new_privileges},
+            {"cap_add", d.security.cap_add},
+            {"cap_drop", d.security.cap_drop},
+            {"privileged", d.security.privileged},
+            {"keep_groups", d.keep_groups},
+            {"host_capabilities", d.host_capabilities}};
+  return j.dump();
+}
+
+ExecDefaults exec_defaults_from_json(const std::string& text) {
+  json j = json::parse(text);
+  ExecDefaults d;
+  d.env = j.at("env").get<std::vector<std::string>>();
+  d.cwd = j.at("cwd").get<std::string>();
+  d.user = {j.at("uid").get<uid_t>(), j.at("gid").get<gid_t>()};
+  d.security.seccomp = seccomp_mode_from(j.at("seccomp").get<std::string>());
+  d.security.seccomp_profile = j.at("seccomp_profile").get<std::string>();
+  d.security.no_new_privileges = j.at("no_new_privileges").get<bool>();
+  d.security.cap_add = j.at("cap_add").get<std::vector<std::string>>();
+  d.security.cap_drop = j.at("cap_drop").get<std::vector<std::string>>();
+  d.security.privileged = j.at("privileged").get<bool>();
+  d.keep_groups = j.at("keep_groups").get<bool>();
+  d.host_capabilities = j.at("host_capabilities").get<bool>();
+  return d;
+}
+
+std::vector<std::string> merge_env(std::vector<std::string> base,
+                                   const std::vector<std::string>& extra) {
+  for (const auto& entry : extra) {
+    auto key = entry.substr(0, entry.find('='));
+    bool replaced = false;
+    for (auto& existing : base) {
+      if (existing.substr(0, existing.find('=')) == key) {
+        existing = entry;
+        replaced = true;
+        break;
+      }
+    }
+    if (!replaced) base.push_back(entry);
+  }
+  return base;
+}
+
+UserSpec parse_exec_user(const std::string& text, const UserSpec& fallback) {
+  auto parts = split(text, ':');
+  auto bad = [&] {
+    return Error("--user \"" + text + "\": expected UID[:GID], numeric", EINVAL,
+                 "names are not looked up; give numbers as runc does");
+  };
+  if (parts.empty() || parts.size() > 2) throw bad();
+  auto uid = parse_u64(parts[0]);
+  if (!uid || *uid > 0xfffffffeULL) throw bad();
+  UserSpec user{static_cast<uid_t>(*uid), fallback.gid};
+  if (parts.size() == 2) {
+    auto gid = parse_u64(parts[1]);
+    if (!gid || *gid > 0xfffffffeULL) throw bad();
+    user.gid = static_cast<gid_t>(*gid);
+  }
+  return user;
+}
+
+ExecDefaults read_exec_defaults(const StateStore& store, const std::string& id) {
+  auto text = sys::read_file(store.dir_of(id) + "/exec.json");
+  if (!text) {
+    throw Error("container " + id + " has no exec.json (made by an older mrun?)", ENOENT,
+                "recreate the container");
+  }
+  return exec_defaults_from_json(*text);
+}
+
+namespace {
+
+struct Joined {
+  int nstypes = 0;
+  bool may_setgroups = true;
+};
+
+// The namespaces of `pid` this process is not in already (setns refuses to "join" one's
+// own user namespace), and whether its user namespace allows setgroups.
+Joined namespaces_to_join(pid_t pid) {
+  static const std::pair<const char*, int> kinds[] = {
+      {"user", CLONE_NEWUSER},    {"mnt", CLONE_NEWNS},  {"pid", CLONE_NEWPID},
+      {"uts", CLONE_NEWUTS},      {"ipc", CLONE_NEWIPC}, {"net", CLONE_NEWNET},
+      {"cgroup", CLONE_NEWCGROUP}};
+  Joined joined;
+  for (const auto& [name, flag] : kinds) {
+    if (!sys::same_namespace(pid, name)) joined.nstypes |= flag;
+  }
+  auto setgroups = sys::read_file("/proc/" + std::to_string(pid) + "/setgroups");
+  joined.may_setgroups = !setgroups || trim(*setgroups) != "deny";
+  return joined;
+}
+
+void open_pty(const SyncChannel& sync) {
+  UniqueFd master(::open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC));
+  if (!master) throw_errno("open /dev/ptmx in the container");
+  if (::unlockpt(master.get()) != 0) throw_errno("unlock pty");
+  int slave = ::ioctl(master.get(), TIOCGPTPEER, O_RDWR | O_NOCTTY);
+  if (slave < 0) throw_errno("open pty slave");
+  sync.send(SyncType::pty_master, 0, "", master.get());
+  master.reset();
+  if (::ioctl(slave, TIOCSCTTY, 0) != 0) throw_errno("make the pty the controlling terminal");
+  for (int fd = 0; fd < 3; ++fd) {
+    if (::dup2(slave, fd) < 0) throw_errno("attach pty to fd " + std::to_string(fd));
+  }
+  if (slave > 2) ::close(slave);
+}
+
+// The process itself, inside every namespace of the container.
+[[noreturn]] void exec_process(const ExecRequest& request, const security::SecurityPlan& plan,
+                               bool may_setgroups, const SyncChannel& sync) {
+  ::setsid();
+  if (request.tty) open_pty(sync);
+  if (::chdir(request.cwd.c_str()) != 0) throw_errno("change to working directory " + request.cwd);
+  if (may_setgroups && !request.keep_groups && ::setgroups(0, nullptr) != 0) {
+    throw_errno("drop supplementary groups");
+  }
+  security::confine_before_user_switch(plan);
+  if (::setresgid(request.user.gid, request.user.gid, request.user.gid) != 0) {
+    throw_errno("switch to gid " + std::to_string(request.user.gid));
+  }
+  if (::setresuid(request.user.uid, request.user.uid, request.user.uid) != 0) {
+    throw_errno("switch to uid " + std::to_string(request.user.uid));
+  }
+  security::confine_after_user_switch(plan);
+  std::string path = resolve_command(request.args.front(), env_value(request.env, "PATH"));
+  std::vector<char*> argv;
+  for (const auto& a : request.args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::vector<char*> envp;
+  for (const auto& e : request.env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  sys::keep_fds_across_exec(request.preserve_fds);
+  security::load_seccomp_last(plan);
+  ::execve(path.c_str(), argv.data(), envp.data());
+  int err = errno;
+  throw Error("execute " + request.args.front() + " (" + path + ")", err, {},
+              err == ENOENT ? exit_code::not_found : exit_code::cannot_execute);
+}
+
+[[noreturn]] void report(const SyncChannel& sync, const Error& e) {
+  try {
+    sync.send(SyncType::error, e.exit_status(), e.what());
+  } catch (...) {
+  }
+  ::_exit(e.exit_status());
+}
+
+void write_pid_file(const std::string& path, pid_t pid) {
+  sys::write_file_atomic(path, std::to_string(pid), 0644);
+}
+
+}  // namespace
+
+int exec_in_container(const ContainerState& state, const ExecRequest& request,
+                      const ExecDefaults& defaults, const Context& ctx) {
+  switch (effective_status(state)) {
+    case Status::running: break;
+    case Status::stopped: throw Error("cannot exec in a stopped container");
+    case Status::created:
+      throw Error("cannot exec in a created container", 0,
+                  "start it first with `mrun start " + state.name + "`");
+    case Status::creating: throw Error("cannot exec in a container that is being created");
+  }
+  if (request.args.empty()) throw Error("exec: no command given", EINVAL, "give ID COMMAND...");
+  if (request.tty && request.detach && request.console_socket.empty()) {
+    throw Error("cannot allocate a tty when detaching without --console-socket", EINVAL);
+  }
+  if (!request.console_socket.empty() && !request.tty) {
+    throw Error("--console-socket needs a terminal", EINVAL, "add --tty");
+  }
+  // Compiled here, before anything runs: a bad profile fails with 125, nothing started.
+  auto plan = security::prepare_security_plan(request.security, request.user.uid,
+                                              defaults.host_capabilities, ctx.log,
+                                              ctx.data_root + "/cache/seccomp");
+  UniqueFd target = sys::pidfd_open(state.pid);
+  if (!process_alive(state.pid, state.pid_start)) {
+    throw Error("cannot exec in a stopped container");
+  }
+  Joined joined = namespaces_to_join(state.pid);
+
+  SignalBlock blocked_signals;  // forwarded to the process once it runs, never lost
+  auto [parent_end, child_end] = SyncChannel::make_pair();
+  auto middle = sys::clone_with_pidfd(0, SIGCHLD);
+  if (middle.pid == 0) {
+    parent_end.close();
+    try {
+      if (!state.cgroup.empty()) {
+        sys::write_file(state.cgroup + "/cgroup.procs", std::to_string(::getpid()));
+      }
+      sys::setns_pidfd(target.get(), joined.nstypes, "container " + state.name);
+      // CLONE_PARENT: the process is mrun exec's child (waitable, its signals forwarded),
+      // and the first in the container's pid namespace this process cannot enter itself.
+      auto process = sys::clone_with_pidfd(CLONE_PARENT, 0);
+      if (process.pid == 0) {
+        try {
+          exec_process(request, plan, joined.may_setgroups, child_end);
+        } catch (const Error& e) {
+          report(child_end, e);
+        } catch (const std::exception& e) {
+          report(child_end, Error(e.what()));
+        }
+      }
+      child_end.send(SyncType::created, process.pid, "", process.pidfd.get());
+      ::_exit(0);
+    } catch (const Error& e) {
+      report(child_end, e);
+    } catch (const std::exception& e) {
+      report(child_end, Error(e.what()));
+    }
+  }
+  child_end.close();
+  sys::wait_pidfd(middle.pidfd.get());
+
+  UniqueFd process_pidfd;
+  pid_t process_pid = 0;
+  UniqueFd pty_master;
+  std::optional<Error> failure;
+  while (auto message = parent_end.receive()) {
+    if (message->type == SyncType::created) {
+      process_pid = message->value;
+      process_pidfd = std::move(message->fd);
+    } else if (message->type == SyncType::pty_master) {
+      if (!request.console_socket.empty()) {
+        sys::send_fd_to_socket(request.console_socket, message->fd.get(), "/dev/ptmx");
+      } else {
+        pty_master = std::move(message->fd);
+        copy_window_size(pty_master.get());
+      }
+    } else if (message->type == SyncType::error && !failure) {
+      failure = Error(message->text, 0, {}, message->value);
+    }
+  }
+  if (failure) {
+    if (process_pidfd) sys::wait_pidfd(process_pidfd.get());
+    throw *failure;
+  }
+  if (!process_pidfd) throw Error("exec: the process in container " + state.name + " was lost");
+  if (!request.pid_file.empty()) write_pid_file(request.pid_file, process_pid);
+  if (request.detach) return 0;
+  return supervise(process_pidfd.get(), std::move(pty_master));
+}
+
+}  // namespace mrun::runtime

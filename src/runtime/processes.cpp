@@ -1,0 +1,85 @@
+#include "runtime/processes.hpp"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <thread>
+
+#include "base/error.hpp"
+#include "base/strings.hpp"
+#include "sys/fs.hpp"
+
+namespace mrun::runtime {
+
+std::vector<pid_t> processes_in_pid_namespace(const std::string& proc, dev_t dev, ino_t ino) {
+  std::vector<pid_t> pids;
+  DIR* dir = ::opendir(proc.c_str());
+  if (dir == nullptr) throw_errno("list " + proc);
+  while (struct dirent* entry = ::readdir(dir)) {
+    auto pid = parse_u64(entry->d_name);
+    if (!pid) continue;
+    struct stat st {};
+    // Another user's process: EACCES, and not ours to list anyway.
+    if (::stat((proc + "/" + entry->d_name + "/ns/pid").c_str(), &st) != 0) continue;
+    if (st.st_dev == dev && st.st_ino == ino) pids.push_back(static_cast<pid_t>(*pid));
+  }
+  ::closedir(dir);
+  std::sort(pids.begin(), pids.end());
+  return pids;
+}
+
+std::vector<pid_t> container_processes(const ContainerState& state) {
+  if (effective_status(state) == Status::stopped) return {};
+  if (!state.cgroup.empty()) {
+    std::vector<pid_t> pids;
+    for (const auto& line :
+         split(sys::read_file(state.cgroup + "/cgroup.procs").value_or(""), '\n')) {
+      if (auto pid = parse_u64(trim(line))) pids.push_back(static_cast<pid_t>(*pid));
+    }
+    std::sort(pids.begin(), pids.end());
+    return pids;
+  }
+  struct stat st {};
+  std::string ns = "/proc/" + std::to_string(state.pid) + "/ns/pid";
+  if (::stat(ns.c_str(), &st) != 0) throw_errno("read the pid namespace of " + state.name);
+  return processes_in_pid_namespace("/proc", st.st_dev, st.st_ino);
+}
+
+namespace {
+void require_leaf(const ContainerState& state, const std::string& verb) {
+  if (state.cgroup.empty()) {
+    throw Error("cannot " + verb + " container " + state.name +
+                    ": it has no cgroup v2 leaf, and the freezer (cgroup.freeze) needs one",
+                0,
+                "run it where mrun can make a cgroup: as root on a cgroup v2 host, or rootless "
+                "with a delegated subtree (see mrun(1), CGROUPS)");
+  }
+}
+}  // namespace
+
+void set_frozen(const ContainerState& state, bool frozen) {
+  require_leaf(state, frozen ? "pause" : "resume");
+  sys::write_file(state.cgroup + "/cgroup.freeze", frozen ? "1" : "0");
+  // The kernel freezes asynchronously; cgroup.events says when it is done.
+  using namespace std::chrono;
+  auto deadline = steady_clock::now() + seconds(5);
+  const std::string want = frozen ? "frozen 1" : "frozen 0";
+  while (steady_clock::now() < deadline) {
+    auto events = sys::read_file(state.cgroup + "/cgroup.events").value_or("");
+    if (events.find(want) != std::string::npos) return;
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  throw Error("container " + state.name + " did not " + (frozen ? "freeze" : "thaw") + " within 5s",
+              ETIMEDOUT);
+}
+
+bool is_frozen(const ContainerState& state) {
+  if (state.cgroup.empty()) return false;
+  auto text = sys::read_file(state.cgroup + "/cgroup.freeze");
+  return text && trim(*text) == "1";
+}
+
+}  // namespace mrun::runtime

@@ -1,0 +1,197 @@
+// The pure parts of the OCI runtime verbs: hooks (conversion, order, persistence, and
+// running real programs with the state on stdin), cgroupsPath, process.json, --log
+// lines, the keyring name, exec's defaults, and finding a pid namespace's processes.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "base/error.hpp"
+#include "base/log.hpp"
+#include "oci/spec.hpp"
+#include "runtime/container_init.hpp"
+#include "runtime/exec.hpp"
+#include "runtime/hooks.hpp"
+#include "runtime/processes.hpp"
+
+using namespace mrun;
+using nlohmann::json;
+
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string scratch_dir() {
+  char templ[] = "/tmp/mrun-unit-hooks-XXXXXX";
+  REQUIRE(::mkdtemp(templ) != nullptr);
+  return templ;
+}
+
+}  // namespace
+
+TEST_CASE("config.json hooks become the runtime's, every stage, in order") {
+  json j = json::parse(oci::to_json(oci::default_spec(true, 1000, 1000)).dump());
+  for (const auto& stage : runtime::hook_stage_names()) {
+    j["hooks"][stage] = {{{"path", "/bin/" + stage + "-a"}, {"args", {"a", "1"}}, {"timeout", 3}},
+                         {{"path", "/bin/" + stage + "-b"}, {"env", {"X=1"}}}};
+  }
+  j["root"]["path"] = "/rootfs";
+  auto spec = oci::parse_spec(j.dump());
+  oci::validate(spec);
+  auto c = oci::to_container_config(spec, "/bundle", "c1", 1000, 1000, "/nonexistent", Logger());
+  for (const auto& stage : runtime::hook_stage_names()) {
+    const auto& list = runtime::hooks_of(c.hooks, stage);
+    REQUIRE(list.size() == 2);
+    REQUIRE(list[0].path == "/bin/" + stage + "-a");
+    REQUIRE(list[0].args == std::vector<std::string>{"a", "1"});
+    REQUIRE(list[0].timeout == 3);
+    REQUIRE(list[1].env == std::vector<std::string>{"X=1"});
+  }
+  REQUIRE(runtime::hook_stage_names() ==
+          std::vector<std::string>{"prestart", "createRuntime", "createContainer", "startContainer",
+                                   "poststart", "poststop"});
+  // Persisted for start and delete: a round trip keeps every field.
+  auto back = runtime::hooks_from_json(runtime::hooks_to_json(c.hooks));
+  REQUIRE(runtime::hooks_to_json(back) == runtime::hooks_to_json(c.hooks));
+  REQUIRE(back.poststop[0].timeout == 3);
+}
+
+TEST_CASE("hooks run in order with the state on stdin; failures and timeouts are errors") {
+  std::string dir = scratch_dir();
+  std::string out = dir + "/out";
+  std::vector<runtime::Hook> hooks{
+      {"/bin/sh", {"sh", "-c", "echo first >> " + out + "; cat >> " + out}, {"A=1"}, {}},
+      {"/bin/sh", {"sh", "-c", "echo \"second $A$B\" >> " + out}, {"B=2"}, 5},
+  };
+  runtime::run_hooks(hooks, "prestart", R"({"id":"c1"})");
+  REQUIRE(slurp(out) == "first\n{\"id\":\"c1\"}second 2\n");
+
+  std::vector<runtime::Hook> failing{{"/bin/sh", {"sh", "-c", "exit 3"}, {}, {}},
+                                     {"/bin/sh", {"sh", "-c", "echo never >> " + out}, {}, {}}};
+  try {
+    runtime::run_hooks(failing, "createRuntime", "{}");
+    FAIL("a failing hook must throw");
+  } catch (const Error& e) {
+    REQUIRE_THAT(e.what(), Catch::Contains("hook createRuntime[0] /bin/sh: exited with status 3"));
+  }
+  REQUIRE(slurp(out).find("never") == std::string::npos);
+
+  std::vector<runtime::Hook> slow{{"/bin/sleep", {"sleep", "30"}, {}, 1}};
+  try {
+    runtime::run_hooks(slow, "poststart", "{}");
+    FAIL("a hook past its timeout must throw");
+  } catch (const Error& e) {
+    REQUIRE_THAT(e.what(), Catch::Contains("timed out after 1s"));
+  }
+  std::vector<runtime::Hook> missing{{"/nonexistent/hook", {}, {}, {}}};
+  REQUIRE_THROWS_AS(runtime::run_hooks(missing, "poststop", "{}"), Error);
+  std::system(("rm -rf " + dir).c_str());
+}
+
+TEST_CASE("linux.cgroupsPath: systemd slice:prefix:name and cgroupfs paths") {
+  REQUIRE(oci::cgroup_parent_from_path("user.slice:libpod:abc") == "user.slice");
+  REQUIRE(oci::cgroup_parent_from_path("machine-podman.slice:libpod:abc") ==
+          "machine.slice/machine-podman.slice");
+  REQUIRE(oci::cgroup_parent_from_path(":libpod:abc").empty());
+  REQUIRE(oci::cgroup_parent_from_path("-.slice:x:y").empty());
+  REQUIRE(oci::cgroup_parent_from_path("/libpod_parent/libpod-abc") == "libpod_parent");
+  REQUIRE(oci::cgroup_parent_from_path("/a/b/c") == "a/b");
+  REQUIRE(oci::cgroup_parent_from_path("/single").empty());
+}
+
+TEST_CASE("process.json for exec --process") {
+  auto p = oci::parse_process_text(
+      R"({"terminal":true,"user":{"uid":5,"gid":6},"args":["sh","-c","id"],"env":["A=1"],)"
+      R"("cwd":"/tmp","noNewPrivileges":true,"capabilities":{"bounding":["CAP_KILL"],)"
+      R"("effective":["CAP_KILL"],"permitted":["CAP_KILL"]}})");
+  REQUIRE(p.args == std::vector<std::string>{"sh", "-c", "id"});
+  REQUIRE(p.terminal == true);
+  REQUIRE(p.user.uid == 5);
+  REQUIRE(p.cwd == "/tmp");
+  security::SecurityOptions sec;
+  oci::convert_process_security(p, sec);
+  REQUIRE(sec.no_new_privileges);
+  REQUIRE(sec.cap_drop == std::vector<std::string>{"ALL"});
+  REQUIRE(sec.cap_add == std::vector<std::string>{"CAP_KILL"});
+
+  auto message = [](const std::string& text) {
+    try {
+      oci::parse_process_text(text);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  REQUIRE_THAT(message("{not json"), Catch::StartsWith("process.json: malformed JSON"));
+  REQUIRE_THAT(message(R"({"args":[]})"), Catch::Contains("args must not be empty"));
+  REQUIRE_THAT(message(R"({"args":["x"],"cwd":"rel"})"), Catch::Contains("must be an absolute"));
+  REQUIRE_THAT(message(R"({"args":"x"})"), Catch::StartsWith("process.json: process.args"));
+}
+
+TEST_CASE("--log lines: runc's JSON and logrus text") {
+  timespec when{1700000000, 123456789};
+  auto line =
+      format_log_line(LogLevel::error, "container does not exist: \"x\"", when, LogFormat::json);
+  auto j = json::parse(line);
+  REQUIRE(j["level"] == "error");
+  REQUIRE(j["msg"] == "container does not exist: \"x\"");
+  REQUIRE(j["time"] == "2023-11-14T22:13:20.123456789Z");
+  REQUIRE(line.find('\n') == std::string::npos);
+  REQUIRE(format_log_line(LogLevel::warning, "a \"b\"", when, LogFormat::text) ==
+          "time=\"2023-11-14T22:13:20.123456789Z\" level=warning msg=\"a \\\"b\\\"\"");
+}
+
+TEST_CASE("the session keyring is named as runc names it") {
+  REQUIRE(runtime::session_keyring_name("web1") == "_ses.web1");
+}
+
+TEST_CASE("exec: the container's defaults, env merge, --user") {
+  runtime::ContainerConfig c;
+  c.env = {"PATH=/bin", "A=1"};
+  c.workdir = "/srv";
+  c.user = {7, 8};
+  c.security.cap_drop = {"ALL"};
+  c.security.cap_add = {"CAP_KILL"};
+  c.security.seccomp = security::SeccompMode::file;
+  c.security.seccomp_profile = "/p.json";
+  c.keep_groups = true;
+  runtime::PrivilegeModel privilege;
+  privilege.host_capabilities = true;
+  auto d = runtime::exec_defaults_from_json(
+      runtime::exec_defaults_to_json(runtime::exec_defaults_of(c, privilege)));
+  REQUIRE(d.env == c.env);
+  REQUIRE(d.cwd == "/srv");
+  REQUIRE((d.user.uid == 7 && d.user.gid == 8));
+  REQUIRE(d.security.cap_add == c.security.cap_add);
+  REQUIRE(d.security.seccomp == security::SeccompMode::file);
+  REQUIRE(d.security.seccomp_profile == "/p.json");
+  REQUIRE(d.keep_groups);
+  REQUIRE(d.host_capabilities);
+
+  REQUIRE(runtime::merge_env({"A=1", "B=2"}, {"B=3", "C=4"}) ==
+          std::vector<std::string>{"A=1", "B=3", "C=4"});
+  auto u = runtime::parse_exec_user("12", {0, 9});
+  REQUIRE((u.uid == 12 && u.gid == 9));
+  u = runtime::parse_exec_user("12:13", {0, 9});
+  REQUIRE((u.uid == 12 && u.gid == 13));
+  REQUIRE_THROWS_AS(runtime::parse_exec_user("root", {}), Error);
+  REQUIRE_THROWS_AS(runtime::parse_exec_user("1:2:3", {}), Error);
+}
+
+TEST_CASE("the processes of a pid namespace are found through /proc") {
+  struct stat st {};
+  REQUIRE(::stat("/proc/self/ns/pid", &st) == 0);
+  auto pids = runtime::processes_in_pid_namespace("/proc", st.st_dev, st.st_ino);
+  REQUIRE(std::find(pids.begin(), pids.end(), ::getpid()) != pids.end());
+  REQUIRE(std::is_sorted(pids.begin(), pids.end()));
+  REQUIRE(runtime::processes_in_pid_namespace("/proc", st.st_dev, st.st_ino + 123456789).empty());
+}
