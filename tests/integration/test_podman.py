@@ -85,13 +85,11 @@ def podman(rootfs, tmp_path):
     p.close()
 
 
-# What needs the oci branch's work (issue #8) is marked strict xfail: when it lands
-# these pass, and the XPASS fails the run until the marker is removed.
-needs_stdio = pytest.mark.xfail(
-    strict=True, reason="mrun create sends the container's stdio to its monitor's log, not "
-    "to the caller's (conmon's) pipes; and the container is the monitor's child, so "
-    "conmon (a subreaper) never reaps it to learn its exit status")
-needs_exec = pytest.mark.xfail(strict=True, reason="mrun has no exec verb yet")
+# What mrun cannot do yet is marked strict xfail with the reason: when it is fixed the
+# XPASS fails the run until the marker is removed.
+needs_reaping = pytest.mark.xfail(
+    strict=True, reason="the container is the child of mrun's monitor, so conmon (a "
+    "subreaper waiting for the pid mrun wrote) never reaps it and podman reports 255")
 
 
 def test_podman_detached_container_runs_stops_and_is_removed(podman):
@@ -116,20 +114,18 @@ def test_podman_detached_container_runs_stops_and_is_removed(podman):
     assert r.out.strip() == "", r
 
 
-@needs_stdio
 def test_podman_run_rm_prints_the_output(podman):
+    # mrun create hands the container conmon's pipes; the exit status is the next test.
     r = podman(*podman.run_args("--rm", IMAGE, "echo", "hi from mrun"))
-    M.assert_rc(r)
     assert r.out.strip() == "hi from mrun", r
 
 
-@needs_stdio
+@needs_reaping
 def test_podman_run_passes_the_exit_status(podman):
     r = podman(*podman.run_args("--rm", IMAGE, "sh", "-c", "exit 7"))
     assert r.rc == 7, r
 
 
-@needs_exec
 def test_podman_exec_into_a_running_container(podman):
     r = podman(*podman.run_args("-d", "--name", "mrun-it-x", IMAGE, "sleep", "300"))
     M.assert_rc(r)
