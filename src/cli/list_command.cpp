@@ -57,7 +57,9 @@ class ListCommand : public Command {
                        {"created", s.created},
                        {"finished", s.finished},
                        {"overlay", s.overlay},
-                       {"rootless", s.rootless}});
+                       {"rootless", s.rootless},
+                       {"cgroup", s.cgroup},
+                       {"device_filter", s.device_filter}});
       }
       std::cout << out.dump(2) << std::endl;
       return 0;

@@ -58,7 +58,8 @@ struct RunOptions {
   std::vector<std::string> cdi_spec_dirs;  // --cdi-spec-dir: instead of /etc/cdi, /var/run/cdi
   std::string gpu;                         // --gpu all|N,... (a bare --gpu is rewritten to all)
   bool keep_groups = false;
-  std::string bundle;  // --bundle: an OCI bundle; the one positional word is the ID
+  std::string device_filter = "auto";  // --device-filter auto|required|off
+  std::string bundle;                  // --bundle: an OCI bundle; the one positional word is the ID
 };
 
 // --gpu's value is optional: "--gpu ROOTFS" must not swallow the rootfs.
@@ -245,6 +246,9 @@ class RunCommand : public Command {
                     "the fakegpu devices (all, or N[,N...]) and their user-space driver");
     run->add_flag("--keep-groups", options_.keep_groups,
                   "keep the caller's supplementary groups (no setgroups)");
+    run->add_option("--device-filter", options_.device_filter,
+                    "auto|required|off: the cgroup device filter (default auto)")
+        ->check(CLI::IsMember({"auto", "required", "off"}));
     run->add_option("--bundle", options_.bundle, "run the OCI bundle DIR; the argument is the ID");
     add_process_options(run, process_);
     // ROOTFS, "--" and the command are taken verbatim: options after ROOTFS belong
@@ -282,6 +286,7 @@ class RunCommand : public Command {
     auto config = config_from_bundle(options_.bundle, trailing_[0], ctx);
     config.detach = options_.detach;
     config.remove_on_exit = options_.remove;
+    config.device_filter = *runtime::parse_device_filter_mode(options_.device_filter);
     return config;
   }
 
@@ -349,6 +354,7 @@ class RunCommand : public Command {
     }
     if (!options_.gpu.empty()) config.gpu = mount::parse_gpu(options_.gpu);
     config.keep_groups = options_.keep_groups;
+    config.device_filter = *runtime::parse_device_filter_mode(options_.device_filter);
     runtime::validate(config);
     return config;
   }

@@ -172,10 +172,10 @@ std::vector<DeviceSpec> gpu_device_specs(const GpuRequest& request,
                   available.empty() ? load : "pick one of the /dev/fakegpuN nodes present");
     }
     std::string path = "/dev/fakegpu" + std::to_string(n);
-    specs.push_back({path, path, "rwm"});
+    specs.push_back({path, path, "rw"});  // opened, never made: no m
   }
   if (!ctl) throw Error("--gpu: /dev/fakegpuctl does not exist", ENODEV, load);
-  specs.push_back({"/dev/fakegpuctl", "/dev/fakegpuctl", "rwm"});
+  specs.push_back({"/dev/fakegpuctl", "/dev/fakegpuctl", "rw"});
   return specs;
 }
 
@@ -291,7 +291,23 @@ DeviceMounts resolve_device_mounts(const std::vector<DeviceSpec>& devices,
   std::vector<HostDevice> found;
   for (const auto& spec : specs) found.push_back(inspect_device(spec));
   mounts.nodes = plan_device_mounts(found, can_mknod);
+  mounts.devices = std::move(found);
   return mounts;
+}
+
+bool caller_can_open(const HostDevice& device, uid_t uid, const std::vector<gid_t>& groups) {
+  mode_t need = 0;
+  if (device.spec.access.find('r') != std::string::npos) need |= 4;
+  if (device.spec.access.find('w') != std::string::npos) need |= 2;
+  mode_t bits = 0;
+  if (device.uid == uid) {
+    bits = (device.mode >> 6) & 7;
+  } else if (std::find(groups.begin(), groups.end(), device.gid) != groups.end()) {
+    bits = (device.mode >> 3) & 7;
+  } else {
+    bits = device.mode & 7;
+  }
+  return (bits & need) == need;
 }
 
 }  // namespace mrun::mount

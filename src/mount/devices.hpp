@@ -24,7 +24,7 @@ namespace mrun::mount {
 struct DeviceSpec {
   std::string host_path;
   std::string container_path;  // defaults to host_path
-  std::string access = "rwm";  // recorded; enforced by the device-cgroup filter (to come)
+  std::string access = "rwm";  // enforced by the device cgroup filter (cgroup/device_rules.hpp)
   bool operator==(const DeviceSpec&) const = default;
 };
 
@@ -82,8 +82,17 @@ void add_gpu_environment(std::vector<std::string>& env);
 struct DeviceMounts {
   std::vector<MountStep> nodes;      // after the default /dev nodes
   std::vector<MountStep> userspace;  // after the volumes
+  std::vector<HostDevice> devices;   // the nodes, as the host has them (for the filter)
 };
 DeviceMounts resolve_device_mounts(const std::vector<DeviceSpec>& devices,
                                    const std::optional<GpuRequest>& gpu, bool can_mknod);
+
+// Whether a process with the caller's kuid UID, its gid and GROUPS can open a bound
+// host node for the r/w of its access: the owner bits when UID owns it, else the
+// group bits when its group is among GROUPS (supplementary groups count only when
+// kept: --keep-groups), else the other bits. Rootless, capabilities in the container
+// do not help (the inode's owner is not mapped there). Nodes asked for with neither
+// r nor w need nothing.
+bool caller_can_open(const HostDevice& device, uid_t uid, const std::vector<gid_t>& groups);
 
 }  // namespace mrun::mount

@@ -10,6 +10,7 @@
 
 #include "base/error.hpp"
 #include "base/strings.hpp"
+#include "cgroup/device_rules.hpp"
 #include "mount/mount_plan.hpp"
 #include "sys/fs.hpp"
 
@@ -608,35 +609,26 @@ void convert_devices(const json& devices, runtime::ContainerConfig& c) {
   }
 }
 
-bool allows_listed_device(const json& rule, const runtime::ContainerConfig& c) {
-  if (!rule.value("allow", false) || rule.value("type", std::string()) != "c") return false;
-  if (!rule.contains("major") || !rule.contains("minor")) return false;
-  std::vector<mount::DeviceSpec> allowed = c.devices;
-  for (const auto& name : mount::default_device_nodes()) {
-    allowed.push_back({"/dev/" + name, "/dev/" + name, "rwm"});  // mrun's own nodes
-  }
-  for (const auto& device : allowed) {
-    auto host = mount::inspect_device(device);
-    if (rule["major"] == host.major && rule["minor"] == host.minor) return true;
-  }
-  return false;
-}
-
 void convert_resources(const json& r, runtime::ContainerConfig& c) {
   for (auto it = r.begin(); it != r.end(); ++it) {
     const std::string& key = it.key();
     const json& v = it.value();
     if (key == "devices") {
-      // Deny-all is what mrun does anyway (only its own nodes exist in /dev); an allow
-      // rule for a node of linux.devices is what engines add with it.
+      // The device cgroup filter's extra allow rules (cgroup/device_rules.hpp); the
+      // usual leading deny-all is mrun's starting point anyway.
+      std::vector<cgroup::OciDeviceRule> entries;
       for (const auto& rule : v) {
-        bool deny_all = !rule.value("allow", true) && rule.value("access", "rwm") == "rwm" &&
-                        !rule.contains("type");
-        if (!deny_all && !allows_listed_device(rule, c)) {
-          throw unsupported("linux.resources.devices",
-                            "device cgroup rules other than deny-all and linux.devices' own");
-        }
+        cgroup::OciDeviceRule e;
+        e.allow = rule.value("allow", false);
+        e.type = rule.value("type", "");
+        if (rule.contains("major") && !rule["major"].is_null())
+          e.major = rule["major"].get<std::int64_t>();
+        if (rule.contains("minor") && !rule["minor"].is_null())
+          e.minor = rule["minor"].get<std::int64_t>();
+        e.access = rule.value("access", "");
+        entries.push_back(e);
       }
+      c.device_rules = cgroup::rules_from_oci(entries);
     } else if (key == "memory" && v.is_object()) {
       for (auto m = v.begin(); m != v.end(); ++m) {
         if (m.key() == "limit" && m.value().is_number_integer() &&

@@ -46,6 +46,13 @@ std::optional<NetworkMode> parse_network_mode(const std::string& text) {
   return std::nullopt;
 }
 
+std::optional<DeviceFilterMode> parse_device_filter_mode(const std::string& text) {
+  if (text == "auto") return DeviceFilterMode::automatic;
+  if (text == "required") return DeviceFilterMode::required;
+  if (text == "off") return DeviceFilterMode::off;
+  return std::nullopt;
+}
+
 bool valid_container_name(const std::string& name) {
   // podman's rule: [a-zA-Z0-9][a-zA-Z0-9_.-]*; we also cap the length so the name fits
   // in paths and in the 64-byte UTS hostname.

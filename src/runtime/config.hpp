@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "cgroup/device_rules.hpp"
 #include "cgroup/limits.hpp"
 #include "mount/devices.hpp"
 #include "net/publish_spec.hpp"
@@ -25,6 +26,10 @@ enum class UsernsMode { automatic, single };
 enum class NetworkMode { none, host, slirp4netns, pasta };
 // enabled: a cgroup v2 leaf when one can be made (required for limits); disabled: none.
 enum class CgroupsMode { enabled, disabled };
+// The cgroup v2 device filter (--device-filter): automatic attaches it when it can and
+// warns when --device/--gpu nodes stay unfiltered; required fails the run (125) when
+// it cannot be attached; off never attaches one.
+enum class DeviceFilterMode { automatic, required, off };
 
 struct Volume {
   std::string source;       // host path, absolute
@@ -68,6 +73,10 @@ struct ContainerConfig {
   // by the container's init once its namespaces exist.
   std::map<std::string, std::string> sysctl;
   std::optional<mode_t> umask;  // process.user.umask; unset: inherited from mrun
+  DeviceFilterMode device_filter = DeviceFilterMode::automatic;  // --device-filter
+  // Allow rules beyond the default set and the --device/--gpu nodes (OCI
+  // linux.resources.devices).
+  std::vector<cgroup::DeviceRule> device_rules;
   // From an OCI bundle (src/oci/): reported by `mrun state`, not acted on.
   std::string bundle;  // absolute; empty: not run from a bundle
   std::map<std::string, std::string> annotations;
@@ -87,6 +96,7 @@ std::string to_string(OverlayMode mode);
 std::optional<OverlayMode> parse_overlay_mode(const std::string& text);
 std::string to_string(NetworkMode mode);
 std::optional<NetworkMode> parse_network_mode(const std::string& text);
+std::optional<DeviceFilterMode> parse_device_filter_mode(const std::string& text);
 // A network of its own, run by a helper (slirp4netns, pasta): addresses, resolv.conf.
 bool uses_network_helper(NetworkMode mode);
 

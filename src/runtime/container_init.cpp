@@ -316,6 +316,10 @@ void container_main(const LaunchSpec& spec, const SyncChannel& sync, const Uniqu
     } else {
       sys::pivot_into(spec.layers.merged);
     }
+    if (spec.device_grants) {
+      sync.send(SyncType::need_device_grant);
+      sync.expect(SyncType::device_grants_done);
+    }
     sys::set_hostname(spec.config.hostname);
     if (spec.config.network != NetworkMode::host) sys::bring_loopback_up();
     join_new_keyring(spec);

@@ -31,6 +31,9 @@ struct LaunchSpec {
   // it for writing right before exec until `mrun start` opens it for reading (runc's
   // exec.fifo). Empty: exec at once.
   std::string exec_fifo;
+  // Rootless: stop after pivot_root and send need_device_grant (the nodes are there to
+  // be mounted over, the command not yet run); see runtime/device_access.hpp.
+  bool device_grants = false;
   Logger log;
 };
 

@@ -22,6 +22,7 @@
 #include "net/network.hpp"
 #include "net/network_files.hpp"
 #include "runtime/container_init.hpp"
+#include "runtime/device_access.hpp"
 #include "runtime/exec.hpp"
 #include "runtime/hooks.hpp"
 #include "runtime/launch_spec.hpp"
@@ -159,7 +160,7 @@ unsigned long long namespace_flags(const LaunchSpec& spec) {
 LaunchSpec make_launch_spec(const ContainerConfig& config, const PrivilegeModel& privilege,
                             const userns::IdMapPlan& ids, const std::string& storage,
                             const std::optional<net::NetworkFiles>& network_files, bool own_cgroup,
-                            const Context& ctx) {
+                            mount::DeviceMounts devices, const Context& ctx) {
   LaunchSpec spec;
   spec.config = config;
   spec.privilege = privilege;
@@ -194,7 +195,6 @@ LaunchSpec make_launch_spec(const ContainerConfig& config, const PrivilegeModel&
     input.volumes.push_back(volume);
   }
   // --device and --gpu: mknod when the kernel lets us (rootful), else bind the host node.
-  auto devices = mount::resolve_device_mounts(config.devices, config.gpu, privilege.can_mknod);
   input.devices = std::move(devices.nodes);
   input.injected = std::move(devices.userspace);
   if (config.gpu) mount::add_gpu_environment(spec.config.env);
@@ -317,6 +317,12 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   const cgroup::Request cgroup_req = cgroup_request(config, privilege);
   const cgroup::Plan cgroup_plan = cgroup::plan_cgroup(cgroup_req);
   if (!cgroup_plan.use) ctx.log.debug("no cgroup: " + cgroup_plan.why_not);
+  // --device and --gpu nodes, looked at once: a missing node fails here, and the device
+  // filter needs their numbers. --device-filter=required that cannot be met fails here.
+  mount::DeviceMounts device_mounts =
+      mount::resolve_device_mounts(config.devices, config.gpu, privilege.can_mknod);
+  const DeviceAccess device_access(config, privilege, device_mounts.devices, ctx.log);
+  device_access.check_before_start(cgroup_plan);
 
   // 1. Claim the name; from here on, any failure removes what was made.
   const std::string storage = storage_dir_for(ctx, config.name);
@@ -371,8 +377,9 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
     leaf.emplace(cgroup::Leaf::create(cgroup_plan, cgroup_req, ctx.log));
     state.cgroup = leaf->path();
   }
-  LaunchSpec spec =
-      make_launch_spec(config, privilege, ids, storage, network_files, leaf.has_value(), ctx);
+  LaunchSpec spec = make_launch_spec(config, privilege, ids, storage, network_files,
+                                     leaf.has_value(), std::move(device_mounts), ctx);
+  spec.device_grants = device_access.wants_node_grants();
   if (hooks.on_created) {
     // 0622 (as runc): the command's user, whoever it maps to, reopens it for writing.
     spec.exec_fifo = store.dir_of(config.name) + "/exec.fifo";
@@ -403,6 +410,10 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   // 4. Into its cgroup, map its ids (rootless: newuidmap/newgidmap), and let it set
   // itself up. The move comes first: the child has not run anything yet.
   if (leaf) leaf->add_process(child.pid);
+  // The device filter, now that the child is in the leaf and before it runs anything:
+  // the command never runs unfiltered.
+  state.device_filter =
+      device_access.attach_filter(leaf ? leaf->path() : "", cgroup_plan.why_not, child.pid);
   if (privilege.new_user_namespace) userns::apply_id_maps(child.pid, ids);
   // The network comes up now, before the container goes on, so the command never runs
   // without it. Destroyed (stopped) before undo_child kills the container on failure.
@@ -424,6 +435,9 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
         parent_end.send(SyncType::fuse_failed);
         throw;
       }
+    } else if (message->type == SyncType::need_device_grant) {
+      device_access.grant_nodes(child.pid);
+      parent_end.send(SyncType::device_grants_done);
     } else if (message->type == SyncType::pty_master) {
       if (!config.console_socket.empty()) {
         // The engine's console: it owns the master from now on; mrun relays nothing.

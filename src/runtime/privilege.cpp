@@ -32,6 +32,8 @@ PrivilegeModel privilege_model_for(uid_t uid, const ContainerConfig* config,
   // the container shares that namespace; mknod and BPF stay refused.
   model.nested = uid == 0;
   model.new_user_namespace = !model.nested;
+  model.uses_gpu_helper = true;
+  model.node_access_is_callers = true;
   // $XDG_RUNTIME_DIR is what podman uses; without a login session (runuser, CI) fall
   // back to a private directory in /tmp, checked to be ours.
   model.default_state_root =

@@ -25,8 +25,17 @@ struct PrivilegeModel {
   bool may_write_any_id_map = false;
   // CAP_MKNOD counts only in the initial user namespace (vfs_mknod uses capable()).
   bool can_mknod = false;
-  // Loading BPF_PROG_TYPE_CGROUP_DEVICE needs bpf_capable() in the initial namespace.
+  // Loading BPF_PROG_TYPE_CGROUP_DEVICE needs bpf_capable() in the initial namespace
+  // (and attaching it CAP_NET_ADMIN there). Rootless mrun still tries once, so that
+  // the kernel's own errno is what gets reported.
   bool can_attach_device_filter = false;
+  // Rootless: what the user cannot do alone for --device/--gpu is asked of the
+  // setuid mrun-gpu-helper(8) when it is installed: attaching the device filter to
+  // the delegated leaf, and a usable node for a device the host keeps from the caller.
+  bool uses_gpu_helper = false;
+  // A node bound in keeps the host's owner and mode, judged against the caller's
+  // kuid and groups (rootless); rootful makes its own node with mknod.
+  bool node_access_is_callers = false;
   // The container's capabilities count in the host's user namespace (rootful without a
   // user namespace): --cap-add and --privileged then grant real host privilege, while
   // rootless they only reach what the container's own user namespace owns.

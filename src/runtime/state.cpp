@@ -62,6 +62,7 @@ std::string state_to_json(const ContainerState& s) {
       {"rootless", s.rootless},
       {"subordinate_ids", s.subordinate_ids},
       {"cgroup", s.cgroup},
+      {"device_filter", s.device_filter},
       {"bundle", s.bundle},
       {"annotations", s.annotations},
   };
@@ -104,6 +105,7 @@ ContainerState state_from_json(const std::string& text) {
   s.rootless = j.value("rootless", true);
   s.subordinate_ids = j.value("subordinate_ids", false);
   s.cgroup = j.value("cgroup", "");
+  s.device_filter = j.value("device_filter", "");
   s.bundle = j.value("bundle", "");
   s.annotations = j.value("annotations", std::map<std::string, std::string>{});
   return s;

@@ -37,7 +37,10 @@ struct ContainerState {
   bool rootless = true;
   bool subordinate_ids = false;  // the id map used (needed to delete the upper dir)
   std::string cgroup;            // its cgroup v2 leaf (absolute path), empty: none
-  std::string bundle;            // OCI bundle (absolute), empty: not run from one
+  // Who attached its device filter: "bpf" (mrun, libbpf), "helper" (mrun-gpu-helper),
+  // or "none: <reason>".
+  std::string device_filter;
+  std::string bundle;                              // OCI bundle (absolute), empty: not run from one
   std::map<std::string, std::string> annotations;  // config.json's, for `mrun state`
 };
 

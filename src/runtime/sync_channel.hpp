@@ -12,16 +12,19 @@
 namespace mrun::runtime {
 
 enum class SyncType : std::uint32_t {
-  ids_mapped = 1,  // parent -> child: uid/gid maps written, go on
-  need_fuse,       // child -> parent: mount fuse-overlayfs for me (text: why)
-  fuse_ready,      // parent -> child
-  fuse_failed,     // parent -> child: give up (the parent reports the error)
-  pty_master,      // child -> parent: the pty master (fd attached)
-  pty_ready,       // parent -> child: window size set, go on
-  error,           // child -> parent: setup failed (value: exit status, text: message)
-  created,         // child -> parent: set up, now held on the exec fifo until `start`
-  create_hooks,    // child -> parent: mounts made; run prestart/createRuntime hooks
-  hooks_done,      // parent -> child: done (text: the state JSON for the container's hooks)
+  ids_mapped = 1,      // parent -> child: uid/gid maps written, go on
+  need_fuse,           // child -> parent: mount fuse-overlayfs for me (text: why)
+  fuse_ready,          // parent -> child
+  fuse_failed,         // parent -> child: give up (the parent reports the error)
+  pty_master,          // child -> parent: the pty master (fd attached)
+  pty_ready,           // parent -> child: window size set, go on
+  error,               // child -> parent: setup failed (value: exit status, text: message)
+  created,             // child -> parent: set up, now held on the exec fifo until `start`
+  create_hooks,        // child -> parent: mounts made; run prestart/createRuntime hooks
+  hooks_done,          // parent -> child: done (text: the state JSON for the container's hooks)
+  need_device_grant,   // child -> parent: after pivot_root, have mrun-gpu-helper make
+                       // the --device/--gpu nodes I cannot open usable
+  device_grants_done,  // parent -> child: done (or given up, with a warning)
 };
 
 struct SyncMessage {

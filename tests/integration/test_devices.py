@@ -31,6 +31,7 @@ POLICY = "/etc/mrun/gpu-helper.conf"
 # The helper's exit statuses (mrun-gpu-helper(8)).
 TOO_BIG, NOT_SETUID, POLICY_UNSAFE, POLICY_BAD, NOT_ALLOWED = 2, 3, 4, 5, 6
 DEVICE_PATH, NOT_CHAR, BLOCK, PROCESS, USERNS, MNTNS, TARGET = 7, 8, 9, 10, 11, 12, 13
+USAGE, CGROUP, ATTACHED = 1, 15, 16
 
 rootful_setup = pytest.mark.skipif(
     not M.ROOTFUL, reason="needs root to set up (mknod into an image, a setuid copy, the "
@@ -246,6 +247,9 @@ def helper(world, user):
     os.mknod(devdir + "/null0", stat.S_IFCHR | 0o600, os.makedev(1, 3))
     os.chmod(devdir + "/null0", 0o600)
     os.mknod(devdir + "/blk", stat.S_IFBLK | 0o600, os.makedev(7, 0))
+    # A 0666 node of a major no driver has: ENXIO when opened, EPERM under a filter.
+    os.mknod(devdir + "/nodev0", stat.S_IFCHR | 0o666, os.makedev(240, 99))
+    os.chmod(devdir + "/nodev0", 0o666)
     open(devdir + "/file", "w").close()
     os.symlink("null0", devdir + "/link")
     saved = None
@@ -280,16 +284,18 @@ def run_helper(world, helper, *args, env_extra=None, path=None):
 
 
 @contextlib.contextmanager
-def user_container(world, helper, name):
-    """A rootless container of USER with the test node bound at /dev/null0 (root:root
-    0600: EACCES inside), a symlink /dev/evil -> /etc/passwd, writing whether it can
-    open /dev/null0 before (/x/before) and after /x/go appears (/x/after)."""
+def user_container(world, helper, name, node="null0", before="errno=EACCES"):
+    """A rootless container of USER with the test node NODE bound at /dev/null0
+    (null0: root:root 0600, EACCES inside), a symlink /dev/evil -> /etc/passwd, writing
+    whether it can open /dev/null0 before (/x/before) and after /x/go appears
+    (/x/after). mrun is pointed at no helper: the tests run the helper themselves."""
     script = ("ln -s /etc/passwd /dev/evil; mrun-probe write /dev/null0 >/x/before; "
               "touch /x/ready; i=0; while [ ! -e /x/go ] && [ $i -lt 300 ]; do sleep 0.1; "
               "i=$((i+1)); done; mrun-probe write /dev/null0 >/x/after; true")
     p = as_user(world, M.MRUN, "run", "--rm", "--name", name, "--network", "none",
-                "--device", helper["dev"] + "/null0:/dev/null0", "-v", world["x"] + ":/x",
-                world["rootfs"], "/bin/sh", "-c", script, popen=True)
+                "--device", helper["dev"] + "/" + node + ":/dev/null0", "-v", world["x"] + ":/x",
+                world["rootfs"], "/bin/sh", "-c", script, popen=True,
+                env_extra=["MRUN_GPU_HELPER=/nonexistent/mrun-gpu-helper"])
     x = world["x"]
     try:
         assert M.wait_until(lambda: os.path.exists(x + "/ready") or p.poll() is not None, 20)
@@ -297,7 +303,7 @@ def user_container(world, helper, name):
         listing = as_user(world, M.MRUN, "list", "--format", "json")
         pid = next(c["pid"] for c in json.loads(listing.stdout) if c["name"] == name)
         with open(x + "/before") as f:
-            assert f.read().startswith("errno=EACCES"), "the 0600 root node must be EACCES"
+            assert f.read().startswith(before), f"before the helper: want {before}"
         result = {"pid": pid}
         yield result
     finally:
@@ -391,7 +397,7 @@ def test_helper_refuses_setup_and_input(world, helper, user, name, case):
         env_extra = [f"BIG{i}=" + "x" * 100000 for i in range(3)]
         status, words = TOO_BIG, ["environment"]
     else:
-        args = [os.getpid(), dev, "/dev/null0", "extra"]
+        args = [os.getpid(), dev] + ["/dev/null0"] * 40
         status, words = TOO_BIG, ["too many arguments"]
     r = run_helper(world, helper, *args, env_extra=env_extra, path=path)
     assert_refused(r, status, words)
@@ -424,3 +430,146 @@ def test_helper_refuses_processes(world, helper, case):
         if p is not None:
             os.killpg(p.pid, 9)
             p.wait()
+
+
+# ---- the device cgroup filter (--device-filter, mrun-gpu-helper --filter) ----------
+
+NO_DRIVER = "errno=other (No such device or address)"  # ENXIO, as mrun-probe prints it
+
+def test_device_filter_required_fails_cleanly(mrun, rootfs, name):
+    """--device-filter=required that cannot be met: exit 125, one line naming the
+    bpf(2) step and the errno (rootless: unprivileged BPF is off on this host), nothing
+    left behind. `mrun gpu matrix` parses BPF_PROG_LOAD and the errno name."""
+    r = mrun("run", "--rm", "--name", name, "--network", "none", "--device-filter", "required",
+             "--device", "/dev/null", rootfs, "true")
+    if M.ROOTFUL and r.rc == 0:
+        pytest.skip("the rootful container got a cgroup leaf and its filter here")
+    words = ["device filter for container " + name]
+    if not M.ROOTFUL:
+        words += ["BPF_PROG_LOAD: EPERM", "unprivileged_bpf_disabled"]
+    else:
+        words += ["no cgroup"]
+    M.assert_mrun_error(r, 125, words)
+    assert not M.state_paths_of(name, M.state_dir()), "state left behind"
+
+
+def test_device_filter_bogus_mode(mrun, rootfs, name):
+    r = mrun("run", "--rm", "--name", name, "--device-filter", "bogus", rootfs, "true")
+    M.assert_mrun_error(r, 125, ["--device-filter", "bogus"])
+    assert not M.state_paths_of(name, M.state_dir()), "state left behind"
+
+
+def test_device_filter_state_says_why_not(mrun, rootfs, name):
+    """Without a cgroup leaf of its own (this hybrid host, or --cgroups disabled) no
+    filter: the state says so, and --device-filter=off says that."""
+    for opts, want in ((["--cgroups", "disabled"], "none: no cgroup of its own"),
+                       (["--device-filter", "off"], "none: --device-filter=off")):
+        r = mrun("run", "--name", name, "--network", "none", *opts, rootfs, "true")
+        M.assert_rc(r)
+        listing = json.loads(mrun("list", "--format", "json").out)
+        entry = next(c for c in listing if c["name"] == name)
+        assert entry["device_filter"].startswith(want), entry
+        M.assert_rc(mrun("delete", name))
+
+
+def cgroup2_root():
+    for path in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
+        if os.path.exists(path + "/cgroup.procs") and os.path.exists(path + "/cgroup.subtree_control"):
+            return path
+    pytest.skip("no cgroup2 hierarchy mounted")
+
+
+@contextlib.contextmanager
+def moved_to_cgroup(pid, owner):
+    """A fresh cgroup (owned by OWNER, as a delegated one) holding PID; removed after."""
+    path = os.path.join(cgroup2_root(), f"mrun-it-filter-{os.getpid()}")
+    os.mkdir(path)
+    try:
+        os.chown(path, owner, -1)
+        with open(path + "/cgroup.procs", "w") as f:
+            f.write(str(pid))
+        yield path
+    finally:
+        # The container is gone by then (its user_container exited), or moved back.
+        with contextlib.suppress(OSError):
+            with open(path + "/cgroup.procs") as f:
+                for p in f.read().split():
+                    with open(os.path.join(os.path.dirname(path), "cgroup.procs"), "w") as up:
+                        up.write(p)
+        assert M.wait_until(lambda: not _rmdir_failed(path), 10), f"could not remove {path}"
+
+
+def _rmdir_failed(path):
+    try:
+        os.rmdir(path)
+        return False
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+
+
+@rootful_setup
+def test_helper_filter_attaches_and_refuses_a_second(world, helper, user, name):
+    """The helper's --filter on the host kernel: the rootless container in a cgroup
+    the user owns; before, the bound 0666 node of a driverless major opens to ENXIO
+    (the driver's answer); after the filter, EPERM (the cgroup's); a second --filter on
+    the same cgroup is refused."""
+    with user_container(world, helper, name, node="nodev0", before=NO_DRIVER) as c:
+        with moved_to_cgroup(c["pid"], user.pw_uid):
+            r = run_helper(world, helper, "--filter", c["pid"])
+            assert r.returncode == 0, r
+            assert "attached" in r.stdout, r
+            r = run_helper(world, helper, "--filter", c["pid"])
+            assert_refused(r, ATTACHED, ["already has a device filter"])
+            open(world["x"] + "/go", "w").close()
+            assert M.wait_until(lambda: os.path.exists(world["x"] + "/after"), 20)
+            time.sleep(0.2)
+    assert c["after"].startswith("errno=EPERM"), c
+
+
+@rootful_setup
+def test_helper_filter_allows_a_named_device(world, helper, user, name):
+    with user_container(world, helper, name, node="nodev0", before=NO_DRIVER) as c:
+        with moved_to_cgroup(c["pid"], user.pw_uid):
+            r = run_helper(world, helper, "--filter", c["pid"], helper["dev"] + "/nodev0:rw")
+            assert r.returncode == 0, r
+            open(world["x"] + "/go", "w").close()
+            assert M.wait_until(lambda: os.path.exists(world["x"] + "/after"), 20)
+            time.sleep(0.2)
+    assert c["after"].startswith(NO_DRIVER), c
+
+
+FILTER_REFUSALS = {
+    # name: (device args, cgroup owner ("user", "root", None: stay in its own), status, words)
+    "device not in the policy": (["/dev/zero"], "user", NOT_ALLOWED, ["not allowed"]),
+    "block device": (["blk"], "user", BLOCK, ["block device"]),
+    "bad access": (["nodev0:rx"], "user", USAGE, ["rwm"]),
+    "cgroup not the caller's": ([], "root", CGROUP, ["not a directory owned by uid"]),
+}
+
+
+@rootful_setup
+@pytest.mark.parametrize("case", sorted(FILTER_REFUSALS))
+def test_helper_filter_refuses(world, helper, user, name, case):
+    devices, owner, status, words = FILTER_REFUSALS[case]
+    devices = [d if d.startswith("/") else helper["dev"] + "/" + d for d in devices]
+    with user_container(world, helper, name, node="nodev0", before=NO_DRIVER) as c:
+        with moved_to_cgroup(c["pid"], user.pw_uid if owner == "user" else 0):
+            r = run_helper(world, helper, "--filter", c["pid"], *devices)
+            assert_refused(r, status, words)
+            open(world["x"] + "/go", "w").close()
+            assert M.wait_until(lambda: os.path.exists(world["x"] + "/after"), 20)
+            time.sleep(0.2)
+    assert c["after"].startswith(NO_DRIVER), f"no filter may be attached: {c}"
+
+
+@rootful_setup
+def test_helper_filter_refuses_the_root_cgroup(world, helper, name):
+    """A container left in the host's root cgroup (no delegated leaf): refused."""
+    with open("/proc/self/cgroup") as f:
+        if "0::/\n" not in f.read():
+            pytest.skip("this test runs in a cgroup of its own, not the root")
+    with user_container(world, helper, name, node="nodev0", before=NO_DRIVER) as c:
+        r = run_helper(world, helper, "--filter", c["pid"])
+        assert_refused(r, CGROUP, ["root cgroup"])

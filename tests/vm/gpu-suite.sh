@@ -16,7 +16,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=tests/vm/suite-lib.sh
 source "$here/suite-lib.sh"
 [[ ${1:-} == -h || ${1:-} == --help ]] && { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0; }
-SUITE_TIMEOUT=300 suite_init gpu "$@"
+SUITE_TIMEOUT=480 suite_init gpu "$@"
 ((${#SUITE_ARGS[@]} == 0)) || { echo "gpu-suite: unknown option ${SUITE_ARGS[0]}" >&2; exit 2; }
 
 suite_build_module

@@ -201,5 +201,75 @@ else
         test "$(stat -c '%U:%G %a' /dev/fakegpu0 /dev/fakegpuctl | sort -u)" = "root:root 600"
 fi
 
+# ---------------------------------------------------------------- device filter, rootful
+# cgroup v2 is pure here: with cgroups enabled every container gets a leaf and mrun
+# attaches its BPF device filter to it (issue #7). One container per property.
+chmod 0666 /dev/fakegpu1
+fr=(run --rm --network none)
+expect_exit "rootful --gpu 0 with the filter: the client passes, /dev/fakegpu1 bound with -v is EPERM" 0 \
+    'ALL CHECKS PASSED.*FAIL open: open /dev/fakegpu1: EPERM' "$mrun" run --name filt --network none \
+    --gpu 0 -v /dev/fakegpu1:/dev/fakegpu1 "$R" /bin/sh -c \
+    'fakegpu-client-static | tail -1 | tr "\n" " "; fakegpu-client-static --device /dev/fakegpu1 --check open; true'
+expect_exit "rootful: the state says the filter is mrun's own (bpf)" 0 '"bpf"' sh -c \
+    "'$mrun' list --format json | python3 -c 'import json,sys; print(json.dumps(next(c[\"device_filter\"] for c in json.load(sys.stdin) if c[\"name\"] == \"filt\")))'"
+"$mrun" delete filt >/dev/null 2>&1
+expect_exit "rootful --device /dev/fakegpu0:/dev/fakegpu0:r: a read-write open is EPERM" 0 \
+    'FAIL open: open /dev/fakegpu0: EPERM' "$mrun" "${fr[@]}" --device /dev/fakegpu0:/dev/fakegpu0:r \
+    -v "$gpu_dir/fakegpu-client-static:/c:ro" "$R" /bin/sh -c '/c --check open; head -c 0 /dev/fakegpu0 && echo read-ok; true'
+expect_exit "rootful --cgroups disabled: no filter, the bound node opens" 0 '^ok open' \
+    "$mrun" "${fr[@]}" --cgroups disabled -v /dev/fakegpu1:/dev/fakegpu1 \
+    -v "$gpu_dir/fakegpu-client-static:/c:ro" "$R" /c --device /dev/fakegpu1 --check open
+expect_exit "rootful --privileged: every device allowed" 0 '^ok open' \
+    "$mrun" "${fr[@]}" --privileged -v /dev/fakegpu1:/dev/fakegpu1 \
+    -v "$gpu_dir/fakegpu-client-static:/c:ro" "$R" /c --device /dev/fakegpu1 --check open
+
+# ---------------------------------------------------------------- device filter, rootless
+# A subtree delegated to the user (as systemd's Delegate=yes), the user's shell in it:
+# mrun makes its leaf there. Unprivileged BPF is refused by the kernel, so the filter
+# comes from mrun-gpu-helper --filter; the root:root 0600 fakegpu0 from its node grant.
+cg=/sys/fs/cgroup deleg=/sys/fs/cgroup/user-$user
+mkdir -p "$deleg/shell" && chown "$user" "$deleg" "$deleg/cgroup.procs" \
+    "$deleg/cgroup.subtree_control" "$deleg/cgroup.threads" && chown -R "$user" "$deleg/shell"
+# shellcheck disable=SC2016
+in_deleg() { sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$deleg/shell" runuser -u "$user" -- \
+    env -i PATH=$path HOME=$stage/home LANG=C.UTF-8 MRUN_FAKEGPU_LIBDIR="$stage/gpu" "$@"; }
+expect_exit "rootless, delegated, no helper: --device-filter required is 125 BPF_PROG_LOAD EPERM" 125 \
+    'device filter for container .*BPF_PROG_LOAD: EPERM' in_deleg MRUN_GPU_HELPER=/nonexistent "$M" \
+    run --rm --network none --device-filter required --gpu 0 "$R" true
+check "rootless, required refused: no leaf left behind" test -z "$(find "$deleg" -mindepth 1 -maxdepth 1 -name 'mrun-*')"
+if findmnt -no OPTIONS -T "$stage"/sbin | grep -qw nosuid; then
+    skip "rootless filter and node grant through the helper" "$stage is on a nosuid mount"
+else
+    rm -f "$stage"/x/*
+    in_deleg MRUN_GPU_HELPER="$H" "$M" run --name rlf --network none --device-filter required --gpu 0 \
+        -v /dev/fakegpu1:/dev/fakegpu1 -v "$stage/x:/x" "$R" /bin/sh -c \
+        'fakegpu-client-static >/x/client 2>&1; fakegpu-client-static --device /dev/fakegpu1 --check open >/x/other 2>&1
+         touch /x/ready; i=0; while [ ! -e /x/go ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done' \
+        >"$stage/rlf.out" 2>&1 &
+    container=$!
+    for _ in $(seq 300); do [[ -e $stage/x/ready ]] && break; sleep 0.1; done
+    pid=$(as_user "$M" list --format json | python3 -c \
+        'import json,sys; print(next(c["pid"] for c in json.load(sys.stdin) if c["name"] == "rlf"))' 2>/dev/null)
+    state=$(as_user "$M" list --format json | python3 -c \
+        'import json,sys; print(next(c["device_filter"] for c in json.load(sys.stdin) if c["name"] == "rlf"))' 2>&1)
+    check "rootless: the helper attached the filter (state: helper)" test "$state" = helper
+    expect_exit "rootless: root:root 0600 fakegpu0 made usable by mrun through the helper; the client passes" 0 \
+        'ALL CHECKS PASSED' cat "$stage"/x/client
+    expect_exit "rootless: /dev/fakegpu1 bound with -v (0666) is EPERM under the filter" 0 \
+        'FAIL open: open /dev/fakegpu1: EPERM' cat "$stage"/x/other
+    expect_exit "helper --filter refuses a second filter on the same cgroup" 16 'already has a device filter' \
+        as_user "$H" --filter "$pid"
+    expect_exit "helper --filter refuses a device the policy does not name" 6 'not allowed' \
+        as_user "$H" --filter "$pid" /dev/null
+    expect_exit "helper --filter refuses a copy without the setuid bit" 3 'setuid root' \
+        as_user "$stage"/mrun-gpu-helper-plain --filter "$pid"
+    touch "$stage"/x/go
+    wait "$container"
+    rc=$?
+    if ((rc == 0)); then ok "rootless filtered container exited 0"; else not_ok "rootless filtered container exited 0" "exit $rc" "$(cat "$stage/rlf.out")"; fi
+    as_user "$M" delete rlf >/dev/null 2>&1
+fi
+chmod 0600 /dev/fakegpu1
+
 check "rmmod fakegpu (no container holds a node)" rmmod fakegpu
 finish
