@@ -13,6 +13,9 @@ packages=(
   linux-headers-amd64 linux-image-amd64 qemu-system-x86 cpio kmod bpftool
   # comparison runtimes and measurement (bench/ and docs/)
   crun runc bubblewrap strace hyperfine time python3-pytest
+  # a real engine driving mrun through the OCI verbs (tests/integration/test_podman.py,
+  # bench/podman-run.sh): podman 4.3 with conmon, its network stack and catatonit
+  podman conmon golang-github-containers-common netavark catatonit
 )
 
 missing=()

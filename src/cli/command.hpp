@@ -30,6 +30,8 @@ std::unique_ptr<Command> make_delete_command();
 std::unique_ptr<Command> make_stats_command();
 // mrun gpu matrix|doctor (mrun-gpu(1)).
 std::unique_ptr<Command> make_gpu_command();
+// mrun cdi generate|list (mrun-cdi(1)).
+std::unique_ptr<Command> make_cdi_command();
 // The OCI runtime verbs (mrun-oci(1)).
 std::unique_ptr<Command> make_spec_command();
 std::unique_ptr<Command> make_create_command();

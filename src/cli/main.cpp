@@ -18,7 +18,8 @@ mrun::Logger& main_logger() {
 
 // Global options that take a separate value word: skipped when looking for the verb.
 bool takes_value(const std::string& word) {
-  return word == "--root" || word == "--log" || word == "--log-format";
+  return word == "--root" || word == "--log" || word == "--log-format" ||
+         word == "--cgroup-manager";
 }
 
 // --log FILE (runc's option, which conmon reads errors from): opened once, appended to,
@@ -49,6 +50,9 @@ int run_cli(int argc, char** argv) {
   app.add_flag("--systemd-cgroup", global.systemd_cgroup,
                "accepted for engines; linux.cgroupsPath slice:prefix:name is read as a "
                "cgroupfs path (see mrun-oci(1))");
+  app.add_option("--cgroup-manager", global.cgroup_manager,
+                 "cgroupfs|systemd|disabled (as crun; disabled: no cgroup for the container)")
+      ->check(CLI::IsMember({"cgroupfs", "systemd", "disabled"}));
 
   std::vector<std::unique_ptr<cli::Command>> commands;
   commands.push_back(cli::make_run_command());
@@ -57,6 +61,7 @@ int run_cli(int argc, char** argv) {
   commands.push_back(cli::make_kill_command());
   commands.push_back(cli::make_delete_command());
   commands.push_back(cli::make_stats_command());
+  commands.push_back(cli::make_cdi_command());
   commands.push_back(cli::make_spec_command());
   commands.push_back(cli::make_create_command());
   commands.push_back(cli::make_start_command());

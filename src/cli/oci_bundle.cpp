@@ -25,6 +25,7 @@ runtime::ContainerConfig config_from_bundle(const std::string& bundle, const std
   oci::Spec spec = oci::load_bundle(resolved);
   auto config = oci::to_container_config(spec, resolved, id, ::getuid(), ::getgid(),
                                          ctx.data_root + "/oci", ctx.log);
+  if (ctx.cgroups_disabled) config.cgroups = runtime::CgroupsMode::disabled;
   runtime::validate(config);
   oci::apply_rlimits(spec);
   return config;

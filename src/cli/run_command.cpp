@@ -10,6 +10,7 @@
 
 #include "base/error.hpp"
 #include "base/strings.hpp"
+#include "cdi/cdi_registry.hpp"
 #include "cgroup/limits.hpp"
 #include "cli/command.hpp"
 #include "cli/detach.hpp"
@@ -53,8 +54,9 @@ struct RunOptions {
   std::string cpus;         // --cpus N
   std::string cgroup_parent;
   std::string cgroups = "enabled";
-  std::vector<std::string> devices;  // --device HOSTPATH[:CTRPATH][:rwm]
-  std::string gpu;                   // --gpu all|N,... (a bare --gpu is rewritten to all)
+  std::vector<std::string> devices;        // --device HOSTPATH[:CTRPATH][:rwm] or a CDI name
+  std::vector<std::string> cdi_spec_dirs;  // --cdi-spec-dir: instead of /etc/cdi, /var/run/cdi
+  std::string gpu;                         // --gpu all|N,... (a bare --gpu is rewritten to all)
   bool keep_groups = false;
   std::string device_filter = "auto";  // --device-filter auto|required|off
   std::string bundle;                  // --bundle: an OCI bundle; the one positional word is the ID
@@ -234,7 +236,11 @@ class RunCommand : public Command {
                     "parent cgroup, relative to the cgroup2 root");
     run->add_option("--cgroups", options_.cgroups, "enabled|disabled")
         ->check(CLI::IsMember({"enabled", "disabled"}));
-    run->add_option("--device", options_.devices, "add a host device HOSTPATH[:CTRPATH][:rwm]")
+    run->add_option("--device", options_.devices,
+                    "add a host device HOSTPATH[:CTRPATH][:rwm], or a CDI device VENDOR/CLASS=NAME")
+        ->take_all();
+    run->add_option("--cdi-spec-dir", options_.cdi_spec_dirs,
+                    "read CDI specs from DIR instead of /etc/cdi and /var/run/cdi (repeatable)")
         ->take_all();
     run->add_option("--gpu", options_.gpu,
                     "the fakegpu devices (all, or N[,N...]) and their user-space driver");
@@ -332,7 +338,20 @@ class RunCommand : public Command {
     config.cgroups = options_.cgroups == "disabled" ? runtime::CgroupsMode::disabled
                                                     : runtime::CgroupsMode::enabled;
     config.cgroup_parent = options_.cgroup_parent;
-    for (const auto& spec : options_.devices) config.devices.push_back(mount::parse_device(spec));
+    std::vector<cdi::QualifiedName> cdi_devices;
+    for (const auto& spec : options_.devices) {
+      if (auto name = cdi::parse_qualified_name(spec)) {
+        cdi_devices.push_back(*name);
+      } else {
+        config.devices.push_back(mount::parse_device(spec));
+      }
+    }
+    if (!cdi_devices.empty()) {
+      // CDI names end as --device, -v and -e entries: the same path into the launcher.
+      auto dirs =
+          options_.cdi_spec_dirs.empty() ? cdi::default_spec_dirs() : options_.cdi_spec_dirs;
+      cdi::apply_edits(cdi::resolve(cdi::load_specs(dirs, ctx.log), cdi_devices), config);
+    }
     if (!options_.gpu.empty()) config.gpu = mount::parse_gpu(options_.gpu);
     config.keep_groups = options_.keep_groups;
     config.device_filter = *runtime::parse_device_filter_mode(options_.device_filter);

@@ -574,6 +574,41 @@ void convert_namespaces(const Linux& l, std::uint32_t uid, std::uint32_t gid,
   check(l.gid_mappings, gid, "linux.gidMappings");
 }
 
+// linux.devices carry no host path: as runc and crun do, the host node at the same
+// path is the one meant (engines such as podman resolve --device and CDI names to such
+// entries). mrun then mknods (rootful) or binds (rootless) it, with the host's numbers,
+// which must agree with the entry's.
+void convert_devices(const json& devices, runtime::ContainerConfig& c) {
+  if (!devices.is_array()) throw bad("linux.devices", "must be an array");
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    const json& d = devices[i];
+    std::string field = "linux.devices[" + std::to_string(i) + "]";
+    if (!d.is_object() || !d.contains("path") || !d["path"].is_string()) {
+      throw bad(field, "needs a path");
+    }
+    std::string path = d["path"].get<std::string>();
+    if (d.value("type", std::string("c")) != "c") {
+      throw unsupported(field + " (" + path + ")", "only character devices");
+    }
+    const auto& defaults = mount::default_device_nodes();
+    if (std::find(defaults.begin(), defaults.end(), path.substr(path.rfind('/') + 1)) !=
+            defaults.end() &&
+        path.rfind('/') == 4 && starts_with(path, "/dev/")) {
+      continue;  // one of the nodes mrun always provides (podman lists them too)
+    }
+    auto host = mount::inspect_device(mount::parse_device(path));
+    auto number = [&](const char* key) -> std::int64_t {
+      return d.contains(key) && d[key].is_number_integer() ? d[key].get<std::int64_t>() : -1;
+    };
+    if ((number("major") >= 0 && number("major") != static_cast<std::int64_t>(host.major)) ||
+        (number("minor") >= 0 && number("minor") != static_cast<std::int64_t>(host.minor))) {
+      throw unsupported(field + " (" + path + ")",
+                        "its major:minor differ from the host node at that path");
+    }
+    c.devices.push_back(host.spec);
+  }
+}
+
 void convert_resources(const json& r, runtime::ContainerConfig& c) {
   for (auto it = r.begin(); it != r.end(); ++it) {
     const std::string& key = it.key();
@@ -707,14 +742,23 @@ runtime::ContainerConfig to_container_config(const Spec& spec, const std::string
   if (!spec.process) throw unsupported("process", "a container without a process");
   const Process& p = *spec.process;
   c.args = p.args;
-  c.env = p.env;
+  // A name given twice: the later value wins, as in runc and crun (podman 4.3 appends
+  // a CDI spec's PATH after the image's instead of replacing it).
+  for (const auto& entry : p.env) {
+    std::string key = entry.substr(0, entry.find('='));
+    std::erase_if(c.env, [&](const std::string& e) { return starts_with(e, key + "="); });
+    c.env.push_back(entry);
+  }
   c.workdir = p.cwd;
   c.user = {p.user.uid, p.user.gid};
   c.tty = p.terminal.value_or(false);
   if (!p.user.additional_gids.empty()) {
     throw unsupported("process.user.additionalGids", "supplementary groups");
   }
-  if (p.user.umask) throw unsupported("process.user.umask", "a umask");
+  if (p.user.umask) {
+    if (*p.user.umask > 0777) throw bad("process.user.umask", "must be at most 0777");
+    c.umask = static_cast<mode_t>(*p.user.umask);
+  }
   if (p.oom_score_adj) throw unsupported("process.oomScoreAdj", "an OOM score adjustment");
   if (p.apparmor_profile) log.debug("oci: process.apparmorProfile: unsupported, not applied");
   if (p.selinux_label) log.debug("oci: process.selinuxLabel: unsupported, not applied");
@@ -748,7 +792,7 @@ runtime::ContainerConfig to_container_config(const Spec& spec, const std::string
     if (spec_fields.count(it.key())) throw unsupported("linux." + it.key(), "not supported yet");
   }
   convert_namespaces(l, uid, gid, c, log);
-  if (l.devices && !l.devices->empty()) throw unsupported("linux.devices", "device entries");
+  if (l.devices) convert_devices(*l.devices, c);
   if (l.resources) convert_resources(*l.resources, c);
   if (l.cgroups_path && !l.cgroups_path->empty()) {
     // Rootless, mrun's leaf goes where it can move the container: its delegated subtree.
@@ -760,7 +804,21 @@ runtime::ContainerConfig to_container_config(const Spec& spec, const std::string
       log.debug("oci: linux.cgroupsPath " + *l.cgroups_path + " not used rootless");
     }
   }
-  if (l.sysctl && !l.sysctl->empty()) throw unsupported("linux.sysctl", "sysctls");
+  if (l.sysctl) {
+    // Only what the container's own namespaces scope (runc's rule): anything else
+    // would change the host.
+    for (const auto& [key, value] : *l.sysctl) {
+      bool ipc = starts_with(key, "kernel.shm") || starts_with(key, "kernel.msg") ||
+                 key == "kernel.sem" || starts_with(key, "fs.mqueue.");
+      bool net = starts_with(key, "net.") && c.network != runtime::NetworkMode::host;
+      if ((!ipc && !net) || key.find('/') != std::string::npos ||
+          key.find("..") != std::string::npos) {
+        throw unsupported("linux.sysctl (" + key + ")",
+                          "not a sysctl of the container's own network or IPC namespace");
+      }
+      c.sysctl[key] = value;
+    }
+  }
   if (l.rootfs_propagation && *l.rootfs_propagation != "private" &&
       *l.rootfs_propagation != "rprivate") {
     throw unsupported("linux.rootfsPropagation",

@@ -68,6 +68,11 @@ struct ContainerConfig {
   std::vector<mount::DeviceSpec> devices;  // --device
   std::optional<mount::GpuRequest> gpu;    // --gpu: the fakegpu nodes and user-space driver
   bool keep_groups = false;                // --keep-groups: no setgroups(0, NULL)
+  // linux.sysctl of an OCI bundle: namespaced sysctls only (net.* with a network
+  // namespace of its own; kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*), written
+  // by the container's init once its namespaces exist.
+  std::map<std::string, std::string> sysctl;
+  std::optional<mode_t> umask;  // process.user.umask; unset: inherited from mrun
   DeviceFilterMode device_filter = DeviceFilterMode::automatic;  // --device-filter
   // Allow rules beyond the default set and the --device/--gpu nodes (OCI
   // linux.resources.devices).

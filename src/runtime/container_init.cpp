@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -38,9 +39,23 @@ void drop_host_groups(const LaunchSpec& spec) {
   if (spec.may_setgroups && ::setgroups(0, nullptr) != 0) throw_errno("drop supplementary groups");
 }
 
+// Through the host's /proc, before pivot_root (the container's /proc/sys is read-only):
+// a namespaced sysctl file shows the writer's own network or IPC namespace.
+void write_sysctls(const LaunchSpec& spec) {
+  for (const auto& [key, value] : spec.config.sysctl) {
+    std::string path = "/proc/sys/" + key;
+    std::replace(path.begin(), path.end(), '.', '/');
+    try {
+      sys::write_file(path, value);
+    } catch (const Error& e) {
+      throw e.wrap("sysctl " + key + "=" + value);
+    }
+  }
+}
+
 void mount_rootfs(const LaunchSpec& spec, const SyncChannel& sync) {
   const auto& layers = spec.layers;
-  const bool in_userns = spec.privilege.new_user_namespace;
+  const bool in_userns = spec.privilege.new_user_namespace || spec.privilege.nested;
   switch (spec.overlay) {
     case OverlayMode::none:
       sys::bind_mount(layers.lower, layers.merged, true);
@@ -222,6 +237,7 @@ void join_new_keyring(const LaunchSpec& spec) {
   envp.push_back(nullptr);
   die_with_parent(parent_pidfd);
   reset_signals();
+  if (spec.config.umask) ::umask(*spec.config.umask);
   wait_for_start(spec, sync, exec_fifo, state_json);
   sys::keep_fds_across_exec(spec.config.preserve_fds);
   // Last, so that the filter judges the command and nothing of mrun's own setup.
@@ -291,6 +307,7 @@ void container_main(const LaunchSpec& spec, const SyncChannel& sync, const Uniqu
     }
     drop_host_groups(spec);
     sys::make_rprivate("/");
+    write_sysctls(spec);
     mount_rootfs(spec, sync);
     mount::apply_mount_plan(spec.layers.merged, spec.mounts, spec.log);
     std::string state_json = run_create_hooks(spec, sync);

@@ -15,6 +15,9 @@ struct GlobalOptions {
   std::string log_format = "text";  // --log-format text|json
   int log_fd = -1;                  // FILE, opened by main; -1: none
   bool systemd_cgroup = false;      // --systemd-cgroup: accepted (mrun-oci(1))
+  // --cgroup-manager cgroupfs|systemd|disabled (crun's option; podman passes
+  // "disabled" with --cgroups=disabled): disabled means no cgroup for the container.
+  std::string cgroup_manager;
 };
 
 struct Context {
@@ -23,6 +26,7 @@ struct Context {
   std::string data_root;   // container storage and the default rootfs
   std::string subuid_file = "/etc/subuid";
   std::string subgid_file = "/etc/subgid";
+  bool cgroups_disabled = false;  // --cgroup-manager disabled
 };
 
 // Resolves defaults from the caller's uid and environment. MRUN_SUBUID_FILE and

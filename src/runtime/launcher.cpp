@@ -307,7 +307,8 @@ void sweep_leftovers(const Context& ctx) {
 int run_container(const ContainerConfig& config, const Context& ctx, const LaunchHooks& hooks) {
   validate(config);
   check_inputs(config);
-  const PrivilegeModel privilege = privilege_model_for(::getuid(), &config);
+  const PrivilegeModel privilege =
+      privilege_model_for(::getuid(), &config, userns::in_initial_user_namespace());
   StateStore store(ctx.state_root);
   store.ensure_root();
   sweep_leftovers(ctx);

@@ -11,9 +11,10 @@ std::string env_or(const char* name, const std::string& fallback) {
 }
 }  // namespace
 
-PrivilegeModel privilege_model_for(uid_t uid, const ContainerConfig* config) {
+PrivilegeModel privilege_model_for(uid_t uid, const ContainerConfig* config,
+                                   bool host_user_namespace) {
   PrivilegeModel model;
-  if (uid == 0) {
+  if (uid == 0 && host_user_namespace) {
     model.rootful = true;
     model.new_user_namespace = config != nullptr && config->userns == UsernsMode::single;
     model.may_write_any_id_map = true;
@@ -26,7 +27,11 @@ PrivilegeModel privilege_model_for(uid_t uid, const ContainerConfig* config) {
     return model;
   }
   model.rootful = false;
-  model.new_user_namespace = true;
+  // Root of someone else's user namespace already has its ids mapped (and may not map
+  // new ones through newuidmap, which checks /etc/subuid against the real user):
+  // the container shares that namespace; mknod and BPF stay refused.
+  model.nested = uid == 0;
+  model.new_user_namespace = !model.nested;
   model.uses_gpu_helper = true;
   model.node_access_is_callers = true;
   // $XDG_RUNTIME_DIR is what podman uses; without a login session (runuser, CI) fall

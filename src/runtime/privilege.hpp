@@ -13,6 +13,9 @@ namespace mrun::runtime {
 
 struct PrivilegeModel {
   bool rootful = false;
+  // Root of a user namespace mrun did not make (rootless podman runs its runtime so):
+  // the container stays in it, as crun does, and everything else is as rootless.
+  bool nested = false;
   // Rootless needs a user namespace to own the other namespaces; rootful runs in the
   // host's user namespace by default, as runc/crun/podman do, so that mknod and the
   // device cgroup keep working.
@@ -48,6 +51,9 @@ struct PrivilegeModel {
   std::string default_data_root;
 };
 
-PrivilegeModel privilege_model_for(uid_t uid, const ContainerConfig* config = nullptr);
+// `host_user_namespace`: whether mrun itself runs in the initial user namespace
+// (userns::in_initial_user_namespace()); uid 0 anywhere else is not host root.
+PrivilegeModel privilege_model_for(uid_t uid, const ContainerConfig* config = nullptr,
+                                   bool host_user_namespace = true);
 
 }  // namespace mrun::runtime

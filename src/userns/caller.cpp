@@ -3,6 +3,9 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <sstream>
+
+#include "sys/fs.hpp"
 #include "userns/subid.hpp"
 
 namespace mrun::userns {
@@ -10,6 +13,16 @@ namespace mrun::userns {
 std::string caller_name() {
   struct passwd* pw = ::getpwuid(::getuid());
   return pw != nullptr ? pw->pw_name : std::to_string(::getuid());
+}
+
+bool in_initial_user_namespace() {
+  auto map = sys::read_file("/proc/self/uid_map");
+  if (!map) return true;  // no /proc: nothing says otherwise
+  std::istringstream in(*map);
+  unsigned long long inside = 1, outside = 1, count = 0;
+  in >> inside >> outside >> count;
+  std::string more;
+  return inside == 0 && outside == 0 && count == 4294967295ULL && !(in >> more);
 }
 
 IdMapPlan plan_caller_maps(const std::string& subuid_file, const std::string& subgid_file,

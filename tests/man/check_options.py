@@ -33,6 +33,8 @@ PAGES = [
     ("mrun-oci.1.scd", ["delete"]),
     ("mrun-gpu.1.scd", ["gpu", "matrix"]),
     ("mrun-gpu.1.scd", ["gpu", "doctor"]),
+    ("mrun-cdi.1.scd", ["cdi", "generate"]),
+    ("mrun-cdi.1.scd", ["cdi", "list"]),
 ]
 
 OPTION = re.compile(r"^\s+((?:-\w|--[\w-]+)(?:,(?:-\w|--[\w-]+))*)", re.M)

@@ -71,6 +71,15 @@ TEST_CASE("the privilege model keeps rootful and rootless differences in one pla
   auto config = valid_config();
   config.userns = UsernsMode::single;
   REQUIRE(privilege_model_for(0, &config).new_user_namespace);
+  // Root of another user namespace (rootless podman's): stays in it, rootless otherwise.
+  auto nested = privilege_model_for(0, nullptr, false);
+  REQUIRE(nested.nested);
+  REQUIRE_FALSE(nested.rootful);
+  REQUIRE_FALSE(nested.new_user_namespace);
+  REQUIRE_FALSE(nested.can_mknod);
+  REQUIRE_FALSE(nested.host_capabilities);
+  REQUIRE_FALSE(nested.may_write_any_id_map);
+  REQUIRE(nested.default_state_root != "/run/mrun");
 }
 
 TEST_CASE("command lookup gives 127 for missing and 126 for not executable") {

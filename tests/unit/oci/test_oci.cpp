@@ -165,14 +165,55 @@ TEST_CASE("rootless specs convert when their maps are the caller's") {
   REQUIRE_NOTHROW(convert(oci::default_spec(true, 4242, 4242), 4242));
 }
 
+TEST_CASE("process.env: a name given twice keeps its later value (podman's CDI PATH)") {
+  auto c = convert(edited("crun-spec.json", [](json& j) {
+    j["process"]["env"] = {"PATH=/bin", "A=1", "PATH=/bin:/opt/x/bin"};
+  }));
+  REQUIRE(c.env == std::vector<std::string>{"A=1", "PATH=/bin:/opt/x/bin"});
+}
+
+TEST_CASE("namespaced sysctls (podman's ping_group_range) are carried to the container") {
+  auto c = convert(edited("crun-spec.json", [](json& j) {
+    j["linux"]["sysctl"] = {{"net.ipv4.ping_group_range", "0 0"}, {"kernel.shmmax", "1024"}};
+  }));
+  REQUIRE(c.sysctl == std::map<std::string, std::string>{{"kernel.shmmax", "1024"},
+                                                         {"net.ipv4.ping_group_range", "0 0"}});
+}
+
+TEST_CASE("linux.devices (podman's --device and CDI) come from the host node at that path") {
+  auto with_null = [](int minor) {
+    return edited("crun-spec.json", [minor](json& j) {
+      j["process"]["user"]["umask"] = 18;
+      j["linux"]["devices"] = {
+          {{"path", "/dev/null"}, {"type", "c"}, {"major", 1}, {"minor", minor}}};
+      j["linux"]["resources"]["devices"].push_back(
+          {{"allow", true}, {"type", "c"}, {"major", 1}, {"minor", minor}, {"access", "rwm"}});
+    });
+  };
+  auto c = convert(with_null(3));
+  // /dev/null is one of mrun's own nodes: nothing to add.
+  REQUIRE(c.devices.empty());
+  REQUIRE(c.umask == mode_t{022});
+  auto with_zero = edited("crun-spec.json", [](json& j) {
+    j["linux"]["devices"] = {{{"path", "/dev/zero2"}, {"type", "c"}, {"major", 1}, {"minor", 5}}};
+  });
+  REQUIRE_THAT(error_of([&] { convert(with_zero); }), Catch::Contains("/dev/zero2"));
+}
+
 TEST_CASE("what mrun cannot honour is an error naming the field, never ignored") {
   auto fails = [](const std::function<void(json&)>& edit) {
     return error_of([&] { convert(edited("crun-spec.json", edit)); });
   };
   REQUIRE_THAT(fails([](json& j) {
+                 j["linux"]["sysctl"] = {{"vm.swappiness", "1"}};
+               }),
+               Catch::Contains("linux.sysctl (vm.swappiness)"));
+  REQUIRE_THAT(fails([](json& j) {  // net.* of the host's network namespace
+                 j["linux"]["namespaces"] = {
+                     {{"type", "pid"}}, {{"type", "ipc"}}, {{"type", "uts"}}, {{"type", "mount"}}};
                  j["linux"]["sysctl"] = {{"net.ipv4.ip_forward", "1"}};
                }),
-               Catch::Contains("linux.sysctl"));
+               Catch::Contains("linux.sysctl (net.ipv4.ip_forward)"));
   REQUIRE_THAT(fails([](json& j) { j["process"]["user"]["additionalGids"] = {5}; }),
                Catch::Contains("process.user.additionalGids"));
   REQUIRE_THAT(
