@@ -58,8 +58,11 @@ class DeleteCommand : public Command {
                         " that is not stopped: " + runtime::to_string(status),
                     EBUSY, "stop it with `mrun kill " + name + "` or use `mrun delete -f`");
       }
-      stop(*state);
+      kill(*state);
     }
+    // Also when it is stopped: an OCI-created container is reaped by the engine, which
+    // may delete it while mrun's monitor still cleans up after it.
+    if (state) wait_for_monitor(*state);
     // poststop hooks, from the state dir, after the container is gone (the spec).
     auto hooks_json = sys::read_file(store.dir_of(name) + "/hooks.json");
     std::string state_json;
@@ -82,13 +85,16 @@ class DeleteCommand : public Command {
     }
   }
 
-  // SIGKILL the container, then give its monitor a moment to record the exit, so we do
-  // not race it for the state directory.
-  static void stop(const runtime::ContainerState& state) {
+  static void kill(const runtime::ContainerState& state) {
     if (runtime::process_alive(state.pid, state.pid_start)) {
       UniqueFd pidfd = sys::pidfd_open(state.pid);
       sys::pidfd_send_signal(pidfd.get(), SIGKILL);
     }
+  }
+
+  // Gives its monitor a moment to record the exit and clean up, so we do not race it
+  // for the state directory.
+  static void wait_for_monitor(const runtime::ContainerState& state) {
     for (int i = 0; i < 500 && runtime::process_alive(state.monitor_pid, state.monitor_start);
          ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));

@@ -43,6 +43,7 @@ void write_report(int fd, const std::string& text) {
     ::close(fd);
   };
   if (hold) {
+    hooks.container_to_callers_reaper = true;
     hooks.on_created = [report_fd](pid_t pid) {
       write_report(report_fd, "0 " + std::to_string(pid));
       ::close(report_fd);

@@ -75,7 +75,12 @@ class ListCommand : public Command {
       auto oci = nlohmann::json::parse(runtime::oci_state_json(s, status));
       std::string shown = oci["status"].get<std::string>();
       if (status == runtime::Status::stopped) {
-        shown += s.exit_code >= 0 ? "(" + std::to_string(s.exit_code) + ")" : "(killed)";
+        // reaped_by_caller: its exit status went to the engine that created it.
+        if (s.exit_code >= 0) {
+          shown += "(" + std::to_string(s.exit_code) + ")";
+        } else if (!s.reaped_by_caller) {
+          shown += "(killed)";
+        }
       }
       std::printf("%-20s %-8d %-10s %-20s %-22s %-10s %s\n", s.name.c_str(), oci["pid"].get<int>(),
                   shown.c_str(), s.bundle.empty() ? "-" : s.bundle.c_str(), s.created.c_str(),

@@ -143,9 +143,10 @@ std::string env_value(const std::vector<std::string>& env, const std::string& ke
 }
 
 // After the last credential change (which clears it): die with mrun. If mrun died
-// already, the signal was never armed, so check through its pidfd.
-void die_with_parent(const UniqueFd& parent_pidfd) {
-  sys::set_parent_death_signal(SIGKILL);
+// already, the signal was never armed, so check through its pidfd. A sibling of the
+// monitor (OCI create) arms no signal: its parent is `mrun create`, which exits.
+void die_with_parent(const LaunchSpec& spec, const UniqueFd& parent_pidfd) {
+  if (!spec.sibling_of_monitor) sys::set_parent_death_signal(SIGKILL);
   struct pollfd p {
     parent_pidfd.get(), POLLIN, 0
   };
@@ -235,7 +236,7 @@ void join_new_keyring(const LaunchSpec& spec) {
   std::vector<char*> envp;
   for (const auto& e : spec.config.env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
-  die_with_parent(parent_pidfd);
+  die_with_parent(spec, parent_pidfd);
   reset_signals();
   if (spec.config.umask) ::umask(*spec.config.umask);
   wait_for_start(spec, sync, exec_fifo, state_json);
@@ -336,7 +337,7 @@ void container_main(const LaunchSpec& spec, const SyncChannel& sync, const Uniqu
       if (command > 0) {
         // PID 1 stays mrun's code; it needs nothing but CAP_KILL to forward signals.
         security::confine_reaper(spec.security);
-        run_reaper(command, sync, parent_pidfd);
+        run_reaper(command, sync, parent_pidfd, !spec.sibling_of_monitor);
       }
     }
     switch_user(spec);

@@ -34,6 +34,10 @@ struct LaunchSpec {
   // Rootless: stop after pivot_root and send need_device_grant (the nodes are there to
   // be mounted over, the command not yet run); see runtime/device_access.hpp.
   bool device_grants = false;
+  // OCI create: cloned with CLONE_PARENT (LaunchHooks::container_to_callers_reaper), so
+  // the parent is `mrun create`, which exits once the container is created: a parent
+  // death signal would kill it then. Like runc's init, it outlives its creator.
+  bool sibling_of_monitor = false;
   Logger log;
 };
 

@@ -380,6 +380,7 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   LaunchSpec spec = make_launch_spec(config, privilege, ids, storage, network_files,
                                      leaf.has_value(), std::move(device_mounts), ctx);
   spec.device_grants = device_access.wants_node_grants();
+  spec.sibling_of_monitor = hooks.container_to_callers_reaper;
   if (hooks.on_created) {
     // 0622 (as runc): the command's user, whoever it maps to, reopens it for writing.
     spec.exec_fifo = store.dir_of(config.name) + "/exec.fifo";
@@ -392,7 +393,11 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   SignalBlock blocked_signals;
   UniqueFd self_pidfd = sys::pidfd_open(::getpid());
   auto [parent_end, child_end] = SyncChannel::make_pair();
-  auto child = sys::clone_with_pidfd(namespace_flags(spec), SIGCHLD);
+  // A sibling for OCI create (see LaunchHooks::container_to_callers_reaper). The kernel
+  // refuses CLONE_PARENT only from a pid namespace's init, which the monitor never is.
+  const bool reap = !spec.sibling_of_monitor;
+  auto child = reap ? sys::clone_with_pidfd(namespace_flags(spec), SIGCHLD)
+                    : sys::clone_with_pidfd(namespace_flags(spec) | CLONE_PARENT, 0);
   if (child.pid == 0) {
     parent_end.close();
     container_main(spec, child_end, self_pidfd);
@@ -402,7 +407,11 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   std::optional<sys::SpawnedProcess> fuse;
   auto kill_child = [&] {
     sys::pidfd_send_signal(child.pidfd.get(), SIGKILL);
-    sys::wait_pidfd(child.pidfd.get());
+    if (reap) {
+      sys::wait_pidfd(child.pidfd.get());
+    } else {
+      sys::wait_pidfd_exit(child.pidfd.get());  // the caller reaps it
+    }
     stop_fuse_overlay(fuse);
   };
   ScopeGuard undo_child(kill_child);
@@ -489,7 +498,7 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   if (hooks.on_started) hooks.on_started();
 
   if (network) network->watch(ctx.log);
-  int status = supervise(child.pidfd.get(), std::move(pty_master));
+  int status = supervise(child.pidfd.get(), std::move(pty_master), reap);
   if (network) network->stop();
   stop_fuse_overlay(fuse);
   if (leaf) {
@@ -497,7 +506,7 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
     if (auto kills = leaf->oom_kills(); kills > 0) {
       ctx.log.error("container " + config.name + ": the kernel's OOM killer killed " +
                     std::to_string(kills) + " process(es) at its memory limit (--memory)");
-      status = 128 + SIGKILL;
+      if (reap) status = 128 + SIGKILL;
     }
     if (!leaf->remove()) ctx.log.warn("could not remove cgroup " + state.cgroup);
     state.cgroup.clear();
@@ -510,6 +519,7 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
     StateLock lock(store.root());
     state.status = Status::stopped;
     state.exit_code = status;
+    state.reaped_by_caller = !reap;
     state.finished = now_rfc3339();
     store.write(state);
   }

@@ -11,11 +11,12 @@
 
 namespace mrun::runtime {
 
-void run_reaper(pid_t command, const SyncChannel& sync, const UniqueFd& parent_pidfd) {
+void run_reaper(pid_t command, const SyncChannel& sync, const UniqueFd& parent_pidfd,
+                bool die_with_parent) {
   // The command reports its own exec result on the sync socket; our copy must not keep
   // it open, or mrun would wait for an EOF that never comes.
   ::close(sync.fd());
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  if (die_with_parent) ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   struct pollfd parent {
     parent_pidfd.get(), POLLIN, 0
   };

@@ -9,6 +9,9 @@
 
 namespace mrun::runtime {
 
-[[noreturn]] void run_reaper(pid_t command, const SyncChannel& sync, const UniqueFd& parent_pidfd);
+// die_with_parent false: a sibling of the monitor (LaunchSpec::sibling_of_monitor),
+// whose parent `mrun create` exits once it is created.
+[[noreturn]] void run_reaper(pid_t command, const SyncChannel& sync, const UniqueFd& parent_pidfd,
+                             bool die_with_parent);
 
 }  // namespace mrun::runtime

@@ -51,6 +51,7 @@ std::string state_to_json(const ContainerState& s) {
       {"monitor_pid", s.monitor_pid},
       {"monitor_start", s.monitor_start},
       {"exit_code", s.exit_code},
+      {"reaped_by_caller", s.reaped_by_caller},
       {"rootfs", s.rootfs},
       {"command", s.command},
       {"created", s.created},
@@ -94,6 +95,7 @@ ContainerState state_from_json(const std::string& text) {
   s.monitor_pid = j.value("monitor_pid", 0);
   s.monitor_start = j.value("monitor_start", 0ULL);
   s.exit_code = j.value("exit_code", -1);
+  s.reaped_by_caller = j.value("reaped_by_caller", false);
   s.rootfs = j.value("rootfs", "");
   s.command = j.value("command", std::vector<std::string>{});
   s.created = j.value("created", "");

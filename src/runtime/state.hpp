@@ -25,7 +25,10 @@ struct ContainerState {
   unsigned long long pid_start = 0;  // its start time: guards against pid reuse
   pid_t monitor_pid = 0;             // the mrun process that waits for it
   unsigned long long monitor_start = 0;
-  int exit_code = -1;  // -1: unknown (still running, or mrun was killed)
+  int exit_code = -1;  // -1: unknown (still running, or mrun was killed, or reaped_by_caller)
+  // OCI create: the container was the caller's subreaper's (or init's) to reap, not
+  // mrun's, so its exit status is the caller's and mrun never learns it.
+  bool reaped_by_caller = false;
   std::string rootfs;
   std::vector<std::string> command;
   std::string created;  // RFC 3339, UTC

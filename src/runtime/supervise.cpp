@@ -109,7 +109,7 @@ void drain(int master) {
 }
 }  // namespace
 
-int supervise(int child_pidfd, UniqueFd pty_master) {
+int supervise(int child_pidfd, UniqueFd pty_master, bool reap) {
   sigset_t set = forwarded_signals();
   UniqueFd sfd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
   if (!sfd) throw_errno("signalfd");
@@ -159,7 +159,7 @@ int supervise(int child_pidfd, UniqueFd pty_master) {
       if (!pump(STDIN_FILENO, pty_master.get())) stdin_open = false;
     }
     if (fds[0].revents & POLLIN) {
-      int status = sys::wait_pidfd(child_pidfd);
+      int status = reap ? sys::wait_pidfd(child_pidfd) : exit_status_unknown;
       if (pty_master) drain(pty_master.get());
       return status;
     }

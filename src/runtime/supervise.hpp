@@ -28,6 +28,11 @@ class SignalBlock {
 // Copies the caller's terminal size to the pty.
 void copy_window_size(int pty_master);
 
-int supervise(int child_pidfd, UniqueFd pty_master);
+// Relays signals (and the pty, if any) until the process exits; returns its exit status.
+// With reap false the process is not our child (OCI create clones it with CLONE_PARENT
+// so that the caller's subreaper reaps it): its exit is seen on the pidfd, its status
+// is the reaper's, and the result is exit_status_unknown.
+inline constexpr int exit_status_unknown = -1;
+int supervise(int child_pidfd, UniqueFd pty_master, bool reap = true);
 
 }  // namespace mrun::runtime

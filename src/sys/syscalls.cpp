@@ -7,6 +7,7 @@
 #include <linux/openat2.h>
 #include <linux/sched.h>
 #include <net/if.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -251,6 +252,15 @@ int wait_pidfd(int pidfd) {
     if (errno != EINTR) throw_errno("wait for container process");
   }
   return shell_status(info);
+}
+
+void wait_pidfd_exit(int pidfd) {
+  struct pollfd p {
+    pidfd, POLLIN, 0
+  };
+  while (::poll(&p, 1, -1) < 0) {
+    if (errno != EINTR) throw_errno("wait for the container process to exit");
+  }
 }
 
 int try_wait_pidfd(int pidfd) {

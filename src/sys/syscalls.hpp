@@ -68,6 +68,9 @@ struct CloneResult {
   UniqueFd pidfd;  // in the parent: a pidfd for the child
 };
 // clone3 with CLONE_PIDFD and the given namespace flags, fork semantics (no shared VM).
+// With CLONE_PARENT the child is the caller's sibling, the pidfd all the caller has of
+// it; clone3 then wants exit_signal 0 (EINVAL otherwise) and the child gets the
+// caller's own exit signal.
 CloneResult clone_with_pidfd(unsigned long long flags, int exit_signal);
 
 UniqueFd pidfd_open(pid_t pid);
@@ -77,6 +80,9 @@ bool pidfd_send_signal(int pidfd, int sig);
 int wait_pidfd(int pidfd);
 // Non-blocking: returns -1 when still running.
 int try_wait_pidfd(int pidfd);
+// Blocks until the process has exited, without reaping it: for a process that is not
+// our child (waitid(P_PIDFD) needs one), the pidfd becomes readable when it exits.
+void wait_pidfd_exit(int pidfd);
 void setns_pidfd(int pidfd, int nstypes, const std::string& what);
 
 // ---- a sealed in-memory copy of a binary (runtime/cloned_binary.hpp) ----

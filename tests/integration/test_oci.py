@@ -5,6 +5,7 @@ rootful, with the errors runc users expect."""
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -109,6 +110,56 @@ def test_lifecycle_through_the_verbs(mrun, rootfs, name, tmp_path):
         M.assert_mrun_error(mrun("kill", name, "KILL"), mentions=["not running"])
         M.assert_rc(mrun("delete", name))
         M.assert_mrun_error(mrun("state", name), mentions=["container does not exist", name])
+    finally:
+        mrun("delete", "--force", name)
+
+
+# A child subreaper that drives create and start as conmon does and waits for the pid
+# mrun wrote: it must become the container's parent once `mrun create` exits, as runc's
+# init does, or the engine never learns the exit status. Its own process, so that the
+# orphans it adopts (mrun's monitor too) do not become pytest's.
+_SUBREAPER = r"""
+import ctypes, json, os, subprocess, sys
+create, start, pid_file, err_file = json.loads(sys.argv[1])
+if ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) != 0:  # PR_SET_CHILD_SUBREAPER
+    sys.exit("prctl(PR_SET_CHILD_SUBREAPER) failed")
+with open(err_file, "w") as err:
+    # Files, not pipes: the container inherits create's stdio.
+    subprocess.run(create, stdin=subprocess.DEVNULL, stdout=err, stderr=err, check=True)
+    pid = int(open(pid_file).read())
+    subprocess.run(start, stdin=subprocess.DEVNULL, stdout=err, stderr=err, check=True)
+_, status = os.waitpid(pid, 0)  # ECHILD unless the container is ours now
+print(os.waitstatus_to_exitcode(status), flush=True)
+while True:  # the orphaned monitor, once it has cleaned up
+    try:
+        os.wait()
+    except ChildProcessError:
+        break
+"""
+
+
+def test_caller_s_subreaper_reaps_the_created_container(mrun, rootfs, name, tmp_path):
+    bundle = _bundle(mrun, tmp_path, rootfs, ["/bin/sh", "-c", "exit 7"])
+    pid_file = tmp_path / "pid"
+    err_file = tmp_path / "mrun.err"
+    job = [mrun.argv("create", "--bundle", bundle, "--pid-file", pid_file, name),
+           mrun.argv("start", name), str(pid_file), str(err_file)]
+    try:
+        p = subprocess.run([sys.executable, "-c", _SUBREAPER, json.dumps(job)], env=mrun.env,
+                           capture_output=True, text=True, timeout=60, start_new_session=True)
+        assert p.returncode == 0 and p.stdout.strip() == "7", (
+            f"the subreaper's waitpid of the container:\n{p.stdout}{p.stderr}"
+            f"--- mrun ---\n{err_file.read_text() if err_file.exists() else ''}")
+        state = _state(mrun, name)
+        assert state["status"] == "stopped" and state["pid"] == 0, state
+        with open(os.path.join(mrun_state_root(mrun), name, "state.json")) as f:
+            storage = json.load(f)["storage_dir"]
+        listed = [line for line in mrun("list").lines if line.startswith(name + " ")]
+        assert len(listed) == 1 and " stopped " in listed[0], listed  # not "(killed)"
+        M.assert_rc(mrun("delete", name))
+        M.assert_mrun_error(mrun("state", name), mentions=["does not exist"])
+        assert not os.path.exists(os.path.join(mrun_state_root(mrun), name))
+        assert not os.path.exists(storage), f"delete left {storage}"
     finally:
         mrun("delete", "--force", name)
 

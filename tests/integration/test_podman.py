@@ -85,13 +85,6 @@ def podman(rootfs, tmp_path):
     p.close()
 
 
-# What mrun cannot do yet is marked strict xfail with the reason: when it is fixed the
-# XPASS fails the run until the marker is removed.
-needs_reaping = pytest.mark.xfail(
-    strict=True, reason="the container is the child of mrun's monitor, so conmon (a "
-    "subreaper waiting for the pid mrun wrote) never reaps it and podman reports 255")
-
-
 def test_podman_detached_container_runs_stops_and_is_removed(podman):
     r = podman(*podman.run_args("-d", "--name", "mrun-it-d", IMAGE, "sleep", "300"))
     M.assert_rc(r)
@@ -120,7 +113,6 @@ def test_podman_run_rm_prints_the_output(podman):
     assert r.out.strip() == "hi from mrun", r
 
 
-@needs_reaping
 def test_podman_run_passes_the_exit_status(podman):
     r = podman(*podman.run_args("--rm", IMAGE, "sh", "-c", "exit 7"))
     assert r.rc == 7, r

@@ -18,6 +18,7 @@ TEST_CASE("state round-trips through JSON") {
   s.command = {"/bin/sh", "-c", "echo hi"};
   s.remove_on_exit = true;
   s.subordinate_ids = true;
+  s.reaped_by_caller = true;
   auto back = state_from_json(state_to_json(s));
   REQUIRE(back.name == "c1");
   REQUIRE(back.status == Status::running);
@@ -26,6 +27,8 @@ TEST_CASE("state round-trips through JSON") {
   REQUIRE(back.command == s.command);
   REQUIRE(back.remove_on_exit);
   REQUIRE(back.subordinate_ids);
+  REQUIRE(back.reaped_by_caller);
+  REQUIRE(!state_from_json(R"({"name": "old"})").reaped_by_caller);  // records before it
 }
 
 TEST_CASE("a running record whose process is gone reads as stopped") {
