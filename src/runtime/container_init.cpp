@@ -95,24 +95,6 @@ void prepare_workdir(const std::string& workdir) {
   if (::chdir(workdir.c_str()) != 0) throw_errno("change to working directory " + workdir);
 }
 
-// Opens a pty inside the container's own devpts (so `tty` shows /dev/pts/N there),
-// hands the master to mrun, and makes the slave our controlling terminal.
-void attach_new_pty(const SyncChannel& sync) {
-  UniqueFd master(::open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC));
-  if (!master) throw_errno("open /dev/ptmx in the container");
-  if (::unlockpt(master.get()) != 0) throw_errno("unlock pty");
-  int slave = ::ioctl(master.get(), TIOCGPTPEER, O_RDWR | O_NOCTTY);
-  if (slave < 0) throw_errno("open pty slave");
-  sync.send(SyncType::pty_master, 0, "", master.get());
-  master.reset();
-  sync.expect(SyncType::pty_ready);
-  if (::ioctl(slave, TIOCSCTTY, 0) != 0) throw_errno("make the pty the controlling terminal");
-  for (int fd = 0; fd < 3; ++fd) {
-    if (::dup2(slave, fd) < 0) throw_errno("attach pty to fd " + std::to_string(fd));
-  }
-  if (slave > 2) ::close(slave);
-}
-
 void change_ids(const LaunchSpec& spec) {
   const auto& user = spec.config.user;
   if (user.uid == 0 && user.gid == 0) return;
@@ -325,7 +307,7 @@ void container_main(const LaunchSpec& spec, const SyncChannel& sync, const Uniqu
     if (spec.config.network != NetworkMode::host) sys::bring_loopback_up();
     join_new_keyring(spec);
     if (spec.config.tty) {
-      attach_new_pty(sync);
+      attach_new_pty(sync, true);
     } else {
       attach_stdio(spec);
     }
@@ -347,6 +329,22 @@ void container_main(const LaunchSpec& spec, const SyncChannel& sync, const Uniqu
   } catch (const std::exception& e) {
     report_and_exit(sync, Error(e.what()));
   }
+}
+
+void attach_new_pty(const SyncChannel& sync, bool wait_until_ready) {
+  UniqueFd master(::open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC));
+  if (!master) throw_errno("open /dev/ptmx in the container");
+  if (::unlockpt(master.get()) != 0) throw_errno("unlock pty");
+  int slave = ::ioctl(master.get(), TIOCGPTPEER, O_RDWR | O_NOCTTY);
+  if (slave < 0) throw_errno("open pty slave");
+  sync.send(SyncType::pty_master, 0, "", master.get());
+  master.reset();
+  if (wait_until_ready) sync.expect(SyncType::pty_ready);
+  if (::ioctl(slave, TIOCSCTTY, 0) != 0) throw_errno("make the pty the controlling terminal");
+  for (int fd = 0; fd < 3; ++fd) {
+    if (::dup2(slave, fd) < 0) throw_errno("attach pty to fd " + std::to_string(fd));
+  }
+  if (slave > 2) ::close(slave);
 }
 
 }  // namespace mrun::runtime

@@ -19,4 +19,9 @@ std::string session_keyring_name(const std::string& id);
 // carrying exit status 127 (not found) or 126 (not executable).
 std::string resolve_command(const std::string& name, const std::string& path_env);
 
+// Opens a pty inside the container's own devpts (so `tty` shows /dev/pts/N there),
+// hands the master to mrun over SYNC, optionally waits until mrun has taken it (run
+// sizes it first), and makes the slave our controlling terminal and stdio.
+void attach_new_pty(const SyncChannel& sync, bool wait_until_ready);
+
 }  // namespace mrun::runtime

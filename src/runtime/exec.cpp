@@ -165,26 +165,11 @@ Joined namespaces_to_join(pid_t pid) {
   return joined;
 }
 
-void open_pty(const SyncChannel& sync) {
-  UniqueFd master(::open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC));
-  if (!master) throw_errno("open /dev/ptmx in the container");
-  if (::unlockpt(master.get()) != 0) throw_errno("unlock pty");
-  int slave = ::ioctl(master.get(), TIOCGPTPEER, O_RDWR | O_NOCTTY);
-  if (slave < 0) throw_errno("open pty slave");
-  sync.send(SyncType::pty_master, 0, "", master.get());
-  master.reset();
-  if (::ioctl(slave, TIOCSCTTY, 0) != 0) throw_errno("make the pty the controlling terminal");
-  for (int fd = 0; fd < 3; ++fd) {
-    if (::dup2(slave, fd) < 0) throw_errno("attach pty to fd " + std::to_string(fd));
-  }
-  if (slave > 2) ::close(slave);
-}
-
 // The process itself, inside every namespace of the container.
 [[noreturn]] void exec_process(const ExecRequest& request, const security::SecurityPlan& plan,
                                bool may_setgroups, const SyncChannel& sync) {
   ::setsid();
-  if (request.tty) open_pty(sync);
+  if (request.tty) attach_new_pty(sync, false);
   if (::chdir(request.cwd.c_str()) != 0) throw_errno("change to working directory " + request.cwd);
   if (may_setgroups && !request.keep_groups && ::setgroups(0, nullptr) != 0) {
     throw_errno("drop supplementary groups");

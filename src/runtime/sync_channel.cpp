@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/error.hpp"
+#include "sys/syscalls.hpp"
 
 namespace mrun::runtime {
 
@@ -30,25 +31,7 @@ void SyncChannel::send(SyncType type, std::int32_t value, const std::string& tex
   std::memcpy(buf.data() + 4, &value, 4);
   std::memcpy(buf.data() + header_size, text.data(), buf.size() - header_size);
 
-  struct iovec iov {
-    buf.data(), buf.size()
-  };
-  struct msghdr msg {};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  if (fd >= 0) {
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    struct cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
-    cmsg->cmsg_level = SOL_SOCKET;
-    cmsg->cmsg_type = SCM_RIGHTS;
-    cmsg->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(cmsg), &fd, sizeof(int));
-  }
-  while (::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL) < 0) {
-    if (errno != EINTR) throw_errno("send setup message");
-  }
+  sys::send_with_fd(fd_.get(), std::string_view(buf.data(), buf.size()), fd, "send setup message");
 }
 
 std::optional<SyncMessage> SyncChannel::receive() const {

@@ -128,22 +128,28 @@ void send_fd_to_socket(const std::string& path, int fd, const std::string& name)
   if (::connect(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     throw_errno("connect to --console-socket " + path, "the socket must be listening");
   }
+  send_with_fd(sock.get(), name, fd, "send the pty master to --console-socket " + path);
+}
+
+void send_with_fd(int sock, std::string_view data, int fd, const std::string& what) {
   struct iovec iov {
-    const_cast<char*>(name.data()), name.size()
+    const_cast<char*>(data.data()), data.size()
   };
-  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
   struct msghdr msg {};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  struct cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
-  cmsg->cmsg_level = SOL_SOCKET;
-  cmsg->cmsg_type = SCM_RIGHTS;
-  cmsg->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(cmsg), &fd, sizeof(int));
-  while (::sendmsg(sock.get(), &msg, MSG_NOSIGNAL) < 0) {
-    if (errno != EINTR) throw_errno("send the pty master to --console-socket " + path);
+  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  if (fd >= 0) {
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    struct cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+    cmsg->cmsg_level = SOL_SOCKET;
+    cmsg->cmsg_type = SCM_RIGHTS;
+    cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(cmsg), &fd, sizeof(int));
+  }
+  while (::sendmsg(sock, &msg, MSG_NOSIGNAL) < 0) {
+    if (errno != EINTR) throw_errno(what);
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/unique_fd.hpp"
@@ -43,6 +44,9 @@ int join_session_keyring(const std::string& name);
 // SCM_RIGHTS message whose data is `name` (runc sends the pty master so, named
 // "/dev/ptmx"; conmon and podman read it that way).
 void send_fd_to_socket(const std::string& path, int fd, const std::string& name);
+// One sendmsg of DATA on a connected unix socket, carrying FD (SCM_RIGHTS) unless it is
+// negative; retried on EINTR, never SIGPIPE. WHAT names the step in the error.
+void send_with_fd(int sock, std::string_view data, int fd, const std::string& what);
 
 // Whether this process and `pid` are in the same namespace of `type` ("user", "mnt", ...):
 // setns refuses to join one's own user namespace, so exec asks first.
