@@ -31,3 +31,16 @@ bench_hybrid_ns() {
     hybrid_ns=(unshare -m --propagation private sh -c
                "mount --bind '$1/empty' /sys/fs/cgroup/unified/cgroup.controllers && exec \"\$@\"" sh)
 }
+
+# in_mode MODE CMD...: CMD in $stage with a clean environment (PATH=$path), as $user
+# (MODE user, HOME=$stage/home) or as root (MODE root, HOME=$stage/root-home); HOME
+# is per mode so that mrun's data dir is known. The caller sets stage, path and user.
+# shellcheck disable=SC2154  # stage, path and user are the caller's
+in_mode() {
+  local mode=$1; shift
+  if [ "$mode" = user ]; then
+    (cd "$stage" && env -i HOME="$stage/home" PATH="$path" runuser -u "$user" -- "$@")
+  else
+    (cd "$stage" && env -i HOME="$stage/root-home" PATH="$path" "$@")
+  fi
+}

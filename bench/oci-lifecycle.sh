@@ -70,15 +70,7 @@ install -d -o "$user" "$stage/user" "$stage/home"
 mkdir -p "$stage/root" "$stage/root-home"
 bench_hybrid_ns "$stage"
 
-# in_mode MODE CMD...: CMD with a clean environment, as the user (user) or root (root)
-in_mode() {
-  local mode=$1; shift
-  if [ "$mode" = user ]; then
-    (cd "$stage" && env -i HOME="$stage/home" PATH="$path" runuser -u "$user" -- "$@")
-  else
-    (cd "$stage" && env -i HOME="$stage/root-home" PATH="$path" "$@")
-  fi
-}
+# in_mode MODE CMD...: bench-lib.sh.
 
 for mode in user root; do
   spec=()

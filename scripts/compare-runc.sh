@@ -79,16 +79,7 @@ EOF
 # A private mount namespace where crun's hybrid-cgroup check reads no controllers.
 bench_hybrid_ns "$stage"
 
-# in_mode MODE CMD...: CMD in the stage dir with a clean environment, as the user (MODE
-# user) or as root (MODE root); HOME is per mode so that mrun's data dir is known.
-in_mode() {
-  local mode=$1; shift
-  if [ "$mode" = user ]; then
-    (cd "$stage" && env -i HOME="$stage/home" PATH="$path" runuser -u "$user" -- "$@")
-  else
-    (cd "$stage" && env -i HOME="$stage/root-home" PATH="$path" "$@")
-  fi
-}
+# in_mode MODE CMD...: bench-lib.sh.
 
 # trace MODE RUNTIME: runs RUNTIME on MODE's bundle once under strace
 trace() {
