@@ -19,15 +19,4 @@ source "$here/suite-lib.sh"
 SUITE_TIMEOUT=480 suite_init gpu "$@"
 ((${#SUITE_ARGS[@]} == 0)) || { echo "gpu-suite: unknown option ${SUITE_ARGS[0]}" >&2; exit 2; }
 
-suite_build_module
-for f in "$build/src/mrun" "$build/helpers/mrun-gpu-helper" "$build/src/gpu/libfakegpu.so.1" \
-    "$build/src/gpu/fakegpu-client" "$build/src/gpu/fakegpu-client-static"; do
-    [[ -r $f ]] || suite_finish "not ok 1 - built: $f (meson compile -C $build)"
-done
-
-"$here/run-in-vm.sh" --timeout "$timeout_s" --mem 2048 --cpus 2 --out "$out" -- \
-    "$here/guest/gpu.sh" --ko "$ko" --mrun "$build/src/mrun" \
-    --helper "$build/helpers/mrun-gpu-helper" --gpu-dir "$build/src/gpu" >&2
-rc=$?
-
-suite_collect "$rc" "$out/vm-gpu.tap"
+suite_run_gpu_guest "$here/guest/gpu.sh" "$out/vm-gpu.tap"

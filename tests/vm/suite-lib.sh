@@ -81,3 +81,20 @@ suite_build_module() {
         suite_finish "not ok 1 - build fakegpu.ko" "$(sed 's/^/# /' "$out/kmod-build.log" | tail -n 20)"
     fi
 }
+
+# suite_run_gpu_guest GUEST_SCRIPT GUEST_TAP: the GPU suites' common run. Builds
+# fakegpu.ko, checks mrun, the helper and src/gpu/ are built, boots the VM with
+# GUEST_SCRIPT --ko --mrun --helper --gpu-dir, and collects GUEST_TAP (never returns).
+suite_run_gpu_guest() {
+    local guest=$1 guest_tap=$2 f rc
+    suite_build_module
+    for f in "$build/src/mrun" "$build/helpers/mrun-gpu-helper" "$build/src/gpu/libfakegpu.so.1" \
+        "$build/src/gpu/fakegpu-client" "$build/src/gpu/fakegpu-client-static"; do
+        [[ -r $f ]] || suite_finish "not ok 1 - built: $f (meson compile -C $build)"
+    done
+    "$suite_here/run-in-vm.sh" --timeout "$timeout_s" --mem 2048 --cpus 2 --out "$out" -- \
+        "$guest" --ko "$ko" --mrun "$build/src/mrun" \
+        --helper "$build/helpers/mrun-gpu-helper" --gpu-dir "$build/src/gpu" >&2
+    rc=$?
+    suite_collect "$rc" "$guest_tap"
+}
