@@ -39,12 +39,7 @@ deleg=$cg/user-$user
 n=0 failed=0
 
 source "$(dirname "${BASH_SOURCE[0]}")/tap-lib.sh"
-finish() {
-    emit "1..$n"
-    diag "$failed of $n tests failed"
-    ((failed == 0))
-    exit
-}
+finish() { tap_finish; }
 
 path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 M=$stage/bin/mrun

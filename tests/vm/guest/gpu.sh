@@ -35,12 +35,7 @@ stage=/var/tmp/gpu-test
 n=0 failed=0
 
 source "$(dirname "${BASH_SOURCE[0]}")/tap-lib.sh"
-finish() {
-    emit "1..$n"
-    diag "$failed of $n tests failed"
-    ((failed == 0))
-    exit
-}
+finish() { tap_finish; }
 
 path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 as_user() { runuser -u "$user" -- env -i PATH=$path HOME=$stage/home LANG=C.UTF-8 "$@"; }

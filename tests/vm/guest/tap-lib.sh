@@ -30,3 +30,11 @@ expect_exit() {
         not_ok "$name" "exit $rc (want $want), output must match /$pattern/:" "$output"
     fi
 }
+
+# tap_finish: the plan line and the count of failures, then exit 0 only if none failed.
+tap_finish() {
+    emit "1..$n"
+    diag "$failed of $n tests failed"
+    ((failed == 0))
+    exit
+}
