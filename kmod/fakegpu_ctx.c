@@ -7,6 +7,10 @@
  * zero, validate the rest against this context, act, copy_to_user() of the
  * struct.  Commands are matched whole (type, number, direction and size), so
  * an unknown command or a struct of the wrong size is ENOTTY.
+ *
+ * Before any of that, fakegpu_ioctl() refuses the commands that create,
+ * change or submit anything on a file not open for writing (EBADF; see
+ * fakegpu_cmd_needs_write()).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -274,10 +278,44 @@ static long fakegpu_ioctl_reset(struct fakegpu_ctx *ctx, void __user *uarg)
 	return 0;
 }
 
+/*
+ * Does @cmd create, change or submit anything?  Then it needs a file open for
+ * writing.  A node passed into a container read-only (--device ...:r: a
+ * device cgroup that allows only "r") can only be opened O_RDONLY there, and
+ * the GPU must then be something to look at, not to run work on or to fill:
+ * ALLOC, FREE, SUBMIT, DOORBELL and RESET are EBADF on such a file, as
+ * write(2) is.  INFO, MAP (it only reports an offset) and WAIT only read
+ * state and stay allowed.
+ *
+ * Checked before the argument is copied in, so the answer does not depend on
+ * the struct, and before RESET's capable(), which is about the caller, not
+ * the descriptor.  f_mode is fixed at open (fcntl(F_SETFL) cannot change the
+ * access mode), so a context opened read-only never holds a buffer, a fence
+ * or a ring (fakegpu_mmap_sq() refuses to create one for it).
+ *
+ * Unknown commands are not listed: they stay ENOTTY whatever the mode.
+ */
+static bool fakegpu_cmd_needs_write(unsigned int cmd)
+{
+	switch (cmd) {
+	case FAKEGPU_IOCTL_ALLOC:
+	case FAKEGPU_IOCTL_FREE:
+	case FAKEGPU_IOCTL_SUBMIT:
+	case FAKEGPU_IOCTL_DOORBELL:
+	case FAKEGPU_IOCTL_RESET:
+		return true;
+	default:
+		return false;
+	}
+}
+
 long fakegpu_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	struct fakegpu_ctx *ctx = file->private_data;
 	void __user *uarg = (void __user *)arg;
+
+	if (!(file->f_mode & FMODE_WRITE) && fakegpu_cmd_needs_write(cmd))
+		return -EBADF;
 
 	switch (cmd) {
 	case FAKEGPU_IOCTL_INFO:

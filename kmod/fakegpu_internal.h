@@ -94,7 +94,15 @@ struct fakegpu_queued {
 	struct fakegpu_bo *src;
 };
 
-/* Everything one open() of /dev/fakegpuN owns (file->private_data). */
+/*
+ * Everything one open() of /dev/fakegpuN owns (file->private_data).
+ *
+ * Whether it may do work is the file's, not the context's: file->f_mode is
+ * fixed at open, and without FMODE_WRITE every ioctl that creates, changes or
+ * submits is EBADF and the ring cannot be mapped (fakegpu_cmd_needs_write(),
+ * fakegpu_mmap_sq()).  So a read-only context never has buffers, fences or a
+ * ring, and nothing below needs a mode check of its own.
+ */
 struct fakegpu_ctx {
 	struct fakegpu_device *fdev;
 

@@ -16,6 +16,21 @@
  *  - every ioctl number encodes the struct size (_IOWR), so a caller built
  *    against a different layout gets ENOTTY instead of misinterpreted bytes.
  *
+ * Access mode - the open(2) flags of the descriptor, not the node's
+ * permission bits: a descriptor opened O_RDONLY may look, not act.
+ *  - [read] commands (INFO, MAP, WAIT) work on any descriptor;
+ *  - [write] commands (ALLOC, FREE, SUBMIT, DOORBELL, RESET) create, change or
+ *    submit something and need FMODE_WRITE (O_RDWR or O_WRONLY).  On a
+ *    read-only descriptor they fail with EBADF, as write(2) does, before the
+ *    argument is read and before RESET's privilege check;
+ *  - mmap(2) of the submission ring on a read-only descriptor is EACCES, even
+ *    without PROT_WRITE: the first mapping creates the ring, which is only
+ *    for submitting.  The fence page may be mapped PROT_READ.
+ * A read-only descriptor is a context of its own that can never hold a
+ * buffer or a fence, so MAP finds no handle and WAIT no fence there.  This is
+ * what keeps a node passed read-only into a container (a device cgroup that
+ * allows only "r") from running work or holding device memory.
+ *
  * The full description (nodes, errnos, parameters) is fakegpu(4).
  */
 #ifndef _UAPI_FAKEGPU_H
@@ -44,7 +59,7 @@ extern "C" {
 #define FAKEGPU_MMAP_FENCE_OFFSET 0x0ULL
 /* The submission ring: read-write, info.sq_map_size bytes: struct
  * fakegpu_sq_ctrl at offset 0, then info.ring_entries struct fakegpu_job at
- * FAKEGPU_SQ_ENTRIES_OFFSET. */
+ * FAKEGPU_SQ_ENTRIES_OFFSET.  Needs a descriptor open for writing (EACCES). */
 #define FAKEGPU_MMAP_SQ_OFFSET 0x10000ULL
 #define FAKEGPU_SQ_ENTRIES_OFFSET 4096
 /* Buffers: the offset returned by FAKEGPU_IOCTL_MAP, (handle << 32). */
@@ -178,6 +193,12 @@ struct fakegpu_reset {
 
 #define FAKEGPU_IOCTL_BASE 0xF6 /* not registered: a teaching driver */
 
+/*
+ * Access mode (see the top).  [read], any descriptor: INFO, MAP, WAIT.
+ * [write], only one open for writing, EBADF otherwise: ALLOC, FREE, SUBMIT,
+ * DOORBELL, RESET.  The _IOWR direction bits only say which way the struct is
+ * copied; they have nothing to do with the descriptor's mode.
+ */
 #define FAKEGPU_IOCTL_INFO     _IOWR(FAKEGPU_IOCTL_BASE, 0x00, struct fakegpu_info)
 #define FAKEGPU_IOCTL_ALLOC    _IOWR(FAKEGPU_IOCTL_BASE, 0x01, struct fakegpu_alloc)
 #define FAKEGPU_IOCTL_FREE     _IOWR(FAKEGPU_IOCTL_BASE, 0x02, struct fakegpu_free)

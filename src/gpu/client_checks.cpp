@@ -20,6 +20,7 @@ constexpr std::uint64_t kMiB = 1u << 20;
 
 struct Session {
   std::string path;
+  Access access = Access::read_write;
   std::optional<Device> dev;
   Device& device() { return *dev; }
 };
@@ -63,8 +64,8 @@ void wait_done(Device& dev, Fence f) {
 }
 
 std::string check_open(Session& s) {
-  s.dev.emplace(Device::open(s.path));
-  return "opened " + s.path + " read-write";
+  s.dev.emplace(Device::open(s.path, s.access));
+  return "opened " + s.path + (s.access == Access::read_only ? " read-only" : " read-write");
 }
 
 std::string check_info(Session& s) {
@@ -179,7 +180,7 @@ std::string check_wait(Session& s) {
 
 std::string check_quota(Session& s) {
   // A context of its own, so the whole quota is ours.
-  Device dev = Device::open(s.path);
+  Device dev = Device::open(s.path, s.access);
   const auto info = dev.info();
   std::vector<Buffer> bufs;
   int err = 0;
@@ -250,7 +251,7 @@ std::string check_isolation(Session& s) {
   Mapping m1 = mine.map();
   wait_done(one, one.submit(job::fill(mine.handle(), 0, 4096, 0x11111111)));
 
-  Device two = Device::open(s.path);
+  Device two = Device::open(s.path, s.access);
   fakegpu_map m{};
   m.handle = mine.handle();
   // A fresh context may reuse the number only once it allocates; before that the
@@ -321,8 +322,9 @@ const std::map<std::string_view, CheckFn>& check_functions() {
 
 }  // namespace
 
-std::vector<Outcome> run_checks(const std::string& path, const std::vector<CheckSpec>& checks) {
-  Session session{path, std::nullopt};
+std::vector<Outcome> run_checks(const std::string& path, const std::vector<CheckSpec>& checks,
+                                Access access) {
+  Session session{path, access, std::nullopt};
   std::vector<Outcome> outcomes;
   for (const auto& spec : checks) {
     Outcome o;

@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "fakegpu.hpp"
+
 namespace fakegpu::client {
 
 inline constexpr int kExitPassed = 0;
@@ -27,7 +29,7 @@ struct CheckSpec {
 };
 
 inline constexpr std::array<CheckSpec, 13> kChecks{{
-    {"open", 10, true, "open the device node read-write"},
+    {"open", 10, true, "open the device node read-write (read-only with --read-only)"},
     {"info", 11, true, "INFO ioctl; the driver speaks the ABI version the client was built for"},
     {"alloc", 12, true, "allocate a buffer; size rounded to pages and charged to the context"},
     {"map", 13, true, "mmap a buffer; CPU writes read back"},
@@ -63,7 +65,10 @@ struct Outcome {
 };
 
 // Runs the selected checks against the device at `path` until the first failure.
-std::vector<Outcome> run_checks(const std::string& path, const std::vector<CheckSpec>& checks);
+// With Access::read_only every context is opened O_RDONLY: "open" and "info" pass,
+// and the first check that allocates fails with the driver's EBADF.
+std::vector<Outcome> run_checks(const std::string& path, const std::vector<CheckSpec>& checks,
+                                Access access = Access::read_write);
 
 // The exit status for a run: 0 if all passed, else the failed check's code.
 int exit_status(const std::vector<Outcome>& outcomes);

@@ -19,7 +19,8 @@ using namespace fakegpu::client;
 void usage(std::FILE* to) {
   std::fprintf(
       to,
-      "usage: fakegpu-client [--device PATH|INDEX] [--check NAME[,NAME...]]... [--json] [--list]\n"
+      "usage: fakegpu-client [--device PATH|INDEX] [--read-only] [--check NAME[,NAME...]]...\n"
+      "                      [--json] [--list]\n"
       "\n"
       "Runs checks against a fakegpu device and stops at the first failure, printing\n"
       "'FAIL <check>: <step>: <ERRNO> (<message>)'; 'ALL CHECKS PASSED' when none failed.\n"
@@ -27,6 +28,8 @@ void usage(std::FILE* to) {
       "  --device PATH|INDEX  the device node, or N for /dev/fakegpuN\n"
       "                       (default: the first device FAKEGPU_VISIBLE_DEVICES leaves\n"
       "                       visible, else /dev/fakegpu0)\n"
+      "  --read-only          open the device O_RDONLY: the driver then refuses every\n"
+      "                       command that allocates or submits (EBADF)\n"
       "  --check NAMES        run only these checks (after 'open'); 'reset' runs only\n"
       "                       when named\n"
       "  --json               print one JSON object instead of lines\n"
@@ -63,6 +66,7 @@ int run(int argc, char** argv) {
   std::string device;
   std::vector<std::string> requested;
   bool json = false;
+  auto access = fakegpu::Access::read_write;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -76,6 +80,8 @@ int run(int argc, char** argv) {
       device = value();
     } else if (arg == "--check") {
       for (auto& n : split_commas(value())) requested.push_back(n);
+    } else if (arg == "--read-only") {
+      access = fakegpu::Access::read_only;
     } else if (arg == "--json") {
       json = true;
     } else if (arg == "--list") {
@@ -122,7 +128,7 @@ int run(int argc, char** argv) {
     device = fakegpu::device_path(static_cast<unsigned>(std::stoul(device)));
   }
 
-  const auto outcomes = run_checks(device, sel.checks);
+  const auto outcomes = run_checks(device, sel.checks, access);
   std::fputs((json ? render_json(device, outcomes) : render_text(outcomes)).c_str(), stdout);
   return exit_status(outcomes);
 }

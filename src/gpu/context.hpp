@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "fakegpu.hpp"
 
@@ -23,6 +24,10 @@ class Context {
   int ioctl(unsigned long request, void* arg) noexcept;
   // The same, throwing Error(step, errno) on failure.
   void ioctl_or_throw(unsigned long request, void* arg, const std::string& step);
+  // step, plus why when `err` is how the driver refuses `what` on a descriptor
+  // opened read-only (EBADF for a write ioctl, EACCES for the ring): " (opened
+  // read-only: ALLOC needs a descriptor open for writing)".
+  std::string explain(const std::string& step, int err, std::string_view what) const;
 
   const fakegpu_fence_page& fence_page();
   bool poll(std::uint64_t fence);

@@ -35,6 +35,19 @@ std::string render(const std::string& step, int err) {
   return step + ": " + errno_name(err) + " (" + std::strerror(err) + ")";
 }
 
+// The commands the driver refuses on a read-only descriptor (fakegpu(4), ACCESS
+// MODE); empty for the others.
+std::string_view write_command(unsigned long request) {
+  switch (request) {
+    case FAKEGPU_IOCTL_ALLOC: return "ALLOC";
+    case FAKEGPU_IOCTL_FREE: return "FREE";
+    case FAKEGPU_IOCTL_SUBMIT: return "SUBMIT";
+    case FAKEGPU_IOCTL_DOORBELL: return "DOORBELL";
+    case FAKEGPU_IOCTL_RESET: return "RESET";
+    default: return {};
+  }
+}
+
 }  // namespace
 
 Error::Error(std::string step, int err)
@@ -157,7 +170,18 @@ int Context::ioctl(unsigned long request, void* arg) noexcept {
 }
 
 void Context::ioctl_or_throw(unsigned long request, void* arg, const std::string& step) {
-  if (const int err = ioctl(request, arg)) throw Error(step, err);
+  if (const int err = ioctl(request, arg))
+    throw Error(err == EBADF ? explain(step, err, write_command(request)) : step, err);
+}
+
+std::string Context::explain(const std::string& step, int err, std::string_view what) const {
+  if (what.empty() || (err != EBADF && err != EACCES)) return step;
+  // Asked of the descriptor rather than remembered from open(): the fd's own mode
+  // is what the driver checked, and this is only the error path.
+  const int flags = ::fcntl(fd_, F_GETFL);
+  if (flags < 0 || (flags & O_ACCMODE) != O_RDONLY) return step;
+  return step + " (opened read-only: " + std::string(what) +
+         " needs a descriptor open for writing)";
 }
 
 const fakegpu_fence_page& Context::fence_page() {
@@ -248,8 +272,15 @@ Device& Device::operator=(Device&&) noexcept = default;
 Device::~Device() = default;
 
 Device Device::open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0) throw Error("open " + path, errno);
+  return open(path, Access::read_write);
+}
+
+Device Device::open(const std::string& path, Access access) {
+  const int mode = access == Access::read_only ? O_RDONLY : O_RDWR;
+  const int fd = ::open(path.c_str(), mode | O_CLOEXEC);
+  if (fd < 0)
+    throw Error(std::string("open ") + (access == Access::read_only ? "read-only " : "") + path,
+                errno);
   return Device(std::make_shared<detail::Context>(path, fd));
 }
 
@@ -284,7 +315,7 @@ Fence Device::submit(const fakegpu_job& j) {
     const int err = ctx_->ioctl(FAKEGPU_IOCTL_SUBMIT, &s);
     if (err == 0) break;
     if (err != EBUSY || ctx_->last_fence == 0)
-      throw Error("submit job op " + std::to_string(j.op), err);
+      throw Error(ctx_->explain("submit job op " + std::to_string(j.op), err, "SUBMIT"), err);
     ctx_->wait(ctx_->last_fence, -1);  // the queue is full: let it drain
   }
   ctx_->last_fence = std::max(ctx_->last_fence, static_cast<std::uint64_t>(s.fence));

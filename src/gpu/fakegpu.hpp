@@ -154,10 +154,17 @@ class Ring {
   std::deque<Batch> batches_;  // flushed batches that may not be consumed yet
 };
 
+// How Device::open opens the node. A read-only descriptor may only look (INFO,
+// MAP, WAIT, the fence page): the driver refuses ALLOC, FREE, SUBMIT, DOORBELL and
+// RESET with EBADF and the submission ring with EACCES, and libfakegpu's errors then
+// say so. It is what a container given the node with --device PATH:r can open.
+enum class Access { read_write, read_only };
+
 // One open of /dev/fakegpuN: a context with its own handles, fences and rings.
 class Device {
  public:
-  static Device open(const std::string& path);
+  static Device open(const std::string& path);  // read-write
+  static Device open(const std::string& path, Access access);
   static Device open_index(unsigned index, const std::string& dev_dir = "/dev");
   Device(Device&&) noexcept;
   Device& operator=(Device&&) noexcept;

@@ -20,7 +20,10 @@ Ring::Ring(std::shared_ptr<detail::Context> ctx) : ctx_(std::move(ctx)) {
     throw Error("ring of " + ctx_->path() + ": driver reports an impossible ring layout", EPROTO);
   void* p = ::mmap(nullptr, info.sq_map_size, PROT_READ | PROT_WRITE, MAP_SHARED, ctx_->fd(),
                    FAKEGPU_MMAP_SQ_OFFSET);
-  if (p == MAP_FAILED) throw Error("mmap submission ring of " + ctx_->path(), errno);
+  if (p == MAP_FAILED) {
+    const int err = errno;
+    throw Error(ctx_->explain("mmap submission ring of " + ctx_->path(), err, "the ring"), err);
+  }
   map_ = Mapping(p, info.sq_map_size);
   ctrl_ = static_cast<fakegpu_sq_ctrl*>(p);
   slots_ = reinterpret_cast<fakegpu_job*>(static_cast<std::byte*>(p) + FAKEGPU_SQ_ENTRIES_OFFSET);

@@ -5,8 +5,9 @@
  *   fakegpu-abi-test [--device /dev/fakegpu0] [--ctl /dev/fakegpuctl] [GROUP...]
  *
  * GROUPs (default: all but reset-eperm): numbers info alloc handles submit
- * wait mmap ring inflight quota reset; reset-eperm expects the privileged
- * ioctl to be refused (run it unprivileged, or as root in unshare -Ur).
+ * wait mmap ring readonly inflight quota reset; reset-eperm expects the
+ * privileged ioctl to be refused (run it unprivileged, or as root in
+ * unshare -Ur).  readonly opens the node O_RDONLY (and O_WRONLY) itself.
  *
  * Every check asserts one exact outcome (an errno, or a value), so a driver
  * that accepts garbage or answers with the wrong errno fails here.  Raw
@@ -692,6 +693,158 @@ static void group_ring(int fd) {
   munmap(r.ctrl, r.size);
 }
 
+/* ---- access mode: a read-only descriptor may look, not act ---- */
+
+static int open_mode(int flags, const char* what) {
+  int fd = open(dev_path, flags | O_CLOEXEC);
+
+  if (fd < 0) kt_fail(what, "open %s: %s", dev_path, strerror(errno));
+  return fd;
+}
+
+static void group_readonly(int fd) {
+  struct fakegpu_info info = get_info(fd), ri;
+  const struct fakegpu_fence_page* fp;
+  struct fakegpu_doorbell db;
+  struct fakegpu_submit s;
+  struct fakegpu_alloc a;
+  struct fakegpu_reset r;
+  struct fakegpu_free f;
+  struct fakegpu_map m;
+  struct fakegpu_job j;
+  struct ring ring;
+  uint64_t fence = 0;
+  uint32_t h, wh = 0;
+  int ro, rw, wo, err;
+
+  ro = open_mode(O_RDONLY, "readonly: O_RDONLY open");
+  if (ro < 0) return;
+  kt_pass("readonly: O_RDONLY open");
+
+  /* [read]: INFO works and shows an empty context. */
+  memset(&ri, 0, sizeof(ri));
+  kt_expect("readonly: INFO", kt_ioctl(ro, FAKEGPU_IOCTL_INFO, &ri), 0);
+  kt_true("readonly: INFO reports the device, and no buffer of its own",
+          ri.abi_version == FAKEGPU_ABI_VERSION && ri.device_index == info.device_index &&
+              ri.ctx_handles == 0 && ri.ctx_mem_used == 0,
+          "wrong info");
+
+  /* [write]: each command with a valid argument is EBADF and changes nothing. */
+  memset(&a, 0, sizeof(a));
+  a.size = page_size;
+  kt_expect("readonly: ALLOC is EBADF", kt_ioctl(ro, FAKEGPU_IOCTL_ALLOC, &a), EBADF);
+  kt_true("readonly: ... and allocates nothing",
+          get_info(ro).ctx_handles == 0 && get_info(fd).vram_used == info.vram_used,
+          "memory was charged");
+  h = must_alloc(fd, page_size); /* a buffer of the read-write context */
+  memset(&f, 0, sizeof(f));
+  f.handle = 1;
+  kt_expect("readonly: FREE is EBADF", kt_ioctl(ro, FAKEGPU_IOCTL_FREE, &f), EBADF);
+  memset(&s, 0, sizeof(s)); /* a NOP */
+  kt_expect("readonly: SUBMIT of a NOP is EBADF", kt_ioctl(ro, FAKEGPU_IOCTL_SUBMIT, &s), EBADF);
+  s.job = fill_job(h, 0, page_size, 1);
+  kt_expect("readonly: SUBMIT of a fill naming another context's buffer is EBADF",
+            kt_ioctl(ro, FAKEGPU_IOCTL_SUBMIT, &s), EBADF);
+  kt_expect("readonly: DOORBELL is EBADF", doorbell(ro, &db), EBADF);
+  memset(&r, 0, sizeof(r));
+  kt_expect("readonly: RESET is EBADF, before its privilege check",
+            kt_ioctl(ro, FAKEGPU_IOCTL_RESET, &r), EBADF);
+  kt_true("readonly: ... the device was not reset", get_info(fd).reset_count == info.reset_count,
+          "reset_count moved");
+  /* The mode comes first: the argument is not even read. */
+  kt_expect("readonly: ALLOC with a NULL argument is EBADF, not EFAULT",
+            kt_ioctl(ro, FAKEGPU_IOCTL_ALLOC, NULL), EBADF);
+  a.flags = 1;
+  kt_expect("readonly: ALLOC with non-zero flags is EBADF, not EINVAL",
+            kt_ioctl(ro, FAKEGPU_IOCTL_ALLOC, &a), EBADF);
+  kt_expect("readonly: an unknown command is still ENOTTY",
+            kt_ioctl(ro, _IOWR(FAKEGPU_IOCTL_BASE, 0x7f, struct fakegpu_alloc), &a), ENOTTY);
+  kt_expect("readonly: ALLOC with a wrong struct size is still ENOTTY",
+            kt_ioctl(ro,
+                     _IOC(_IOC_READ | _IOC_WRITE, FAKEGPU_IOCTL_BASE, 0x01,
+                          sizeof(struct fakegpu_alloc) + 8),
+                     &s),
+            ENOTTY);
+
+  /* [read]: WAIT and MAP are allowed, and find nothing: no fence, no handle here. */
+  kt_expect("readonly: WAIT is allowed (fence 1 was never issued here: EINVAL)", do_wait(ro, 1, 0),
+            EINVAL);
+  memset(&m, 0, sizeof(m));
+  m.handle = h;
+  kt_expect("readonly: MAP is allowed (the read-write context's handle: ENOENT)",
+            kt_ioctl(ro, FAKEGPU_IOCTL_MAP, &m), ENOENT);
+  kt_expect("readonly: mmap of the read-write context's buffer offset is EINVAL",
+            mmap_errno(ro, page_size, PROT_READ, MAP_SHARED, (uint64_t)h << 32), EINVAL);
+
+  /* mmap: the fence page read-only; nothing writable; no ring at all. */
+  fp = map_or_null(ro, page_size, PROT_READ, MAP_SHARED, FAKEGPU_MMAP_FENCE_OFFSET, &err);
+  if (kt_true("readonly: fence page PROT_READ, MAP_SHARED", fp != NULL, kt_errname(err))) {
+    kt_true("readonly: ... reads no fence completed", fp->completed == 0 && fp->errors == 0,
+            "fence page not empty");
+    kt_expect("readonly: mprotect of that mapping to writable is EACCES",
+              mprotect((void*)fp, page_size, PROT_READ | PROT_WRITE) ? errno : 0, EACCES);
+    munmap((void*)fp, page_size);
+  }
+  kt_expect(
+      "readonly: fence page PROT_WRITE is EACCES",
+      mmap_errno(ro, page_size, PROT_READ | PROT_WRITE, MAP_SHARED, FAKEGPU_MMAP_FENCE_OFFSET),
+      EACCES);
+  kt_expect(
+      "readonly: ring PROT_READ|PROT_WRITE, MAP_SHARED is EACCES",
+      mmap_errno(ro, info.sq_map_size, PROT_READ | PROT_WRITE, MAP_SHARED, FAKEGPU_MMAP_SQ_OFFSET),
+      EACCES);
+#ifdef MAP_SHARED_VALIDATE
+  kt_expect("readonly: ring PROT_WRITE, MAP_SHARED_VALIDATE is EACCES",
+            mmap_errno(ro, info.sq_map_size, PROT_READ | PROT_WRITE, MAP_SHARED_VALIDATE,
+                       FAKEGPU_MMAP_SQ_OFFSET),
+            EACCES);
+#endif
+  kt_expect("readonly: ring PROT_READ only is EACCES too (a reader gets no ring)",
+            mmap_errno(ro, info.sq_map_size, PROT_READ, MAP_SHARED, FAKEGPU_MMAP_SQ_OFFSET),
+            EACCES);
+  kt_expect(
+      "readonly: ring MAP_PRIVATE is EINVAL",
+      mmap_errno(ro, info.sq_map_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, FAKEGPU_MMAP_SQ_OFFSET),
+      EINVAL);
+  kt_expect("readonly: DOORBELL still EBADF after the ring mmaps", doorbell(ro, &db), EBADF);
+  kt_true("readonly: the read-only context still holds nothing",
+          get_info(ro).ctx_handles == 0 && get_info(ro).ctx_mem_used == 0, "it holds something");
+  close(ro);
+  do_free(fd, h);
+
+  /* O_RDWR, opened beside it: everything still works. */
+  rw = open_mode(O_RDWR, "readonly: O_RDWR open beside it");
+  if (rw >= 0) {
+    kt_expect("readonly: O_RDWR: ALLOC", do_alloc(rw, page_size, &h), 0);
+    j = fill_job(h, 0, page_size, 3);
+    kt_expect("readonly: O_RDWR: SUBMIT", do_submit(rw, &j, &fence), 0);
+    kt_expect("readonly: O_RDWR: WAIT", do_wait(rw, fence, -1), 0);
+    if (kt_expect("readonly: O_RDWR: ring PROT_READ|PROT_WRITE", ring_map(rw, &ring), 0)) {
+      memset(&j, 0, sizeof(j));
+      ring_put(&ring, &j);
+      kt_expect("readonly: O_RDWR: DOORBELL", doorbell(rw, &db), 0);
+      kt_true("readonly: O_RDWR: ... one entry accepted", db.count == 1, "count != 1");
+      kt_expect("readonly: O_RDWR: WAIT for the ring entry", do_wait(rw, db.last_fence, -1), 0);
+      munmap(ring.ctrl, ring.size);
+    }
+    kt_expect("readonly: O_RDWR: FREE", do_free(rw, h), 0);
+    close(rw);
+  }
+
+  /* O_WRONLY has FMODE_WRITE: every ioctl; but the VFS maps nothing without FMODE_READ. */
+  wo = open_mode(O_WRONLY, "readonly: O_WRONLY open");
+  if (wo >= 0) {
+    kt_expect("readonly: O_WRONLY: ALLOC", do_alloc(wo, page_size, &wh), 0);
+    j = fill_job(wh, 0, 4, 1);
+    kt_expect("readonly: O_WRONLY: SUBMIT", do_submit(wo, &j, &fence), 0);
+    kt_expect("readonly: O_WRONLY: WAIT", do_wait(wo, fence, -1), 0);
+    kt_expect("readonly: O_WRONLY: mmap of the fence page is EACCES (the VFS)",
+              mmap_errno(wo, page_size, PROT_READ, MAP_SHARED, FAKEGPU_MMAP_FENCE_OFFSET), EACCES);
+    kt_expect("readonly: O_WRONLY: FREE", do_free(wo, wh), 0);
+    close(wo);
+  }
+}
+
 /* ---- closing with work in flight ---- */
 
 static void group_inflight(int fd) {
@@ -819,12 +972,19 @@ struct group {
 };
 
 static const struct group groups[] = {
-    {"numbers", group_numbers, true},   {"info", group_info, true},
-    {"alloc", group_alloc, true},       {"handles", group_handles, true},
-    {"submit", group_submit, true},     {"wait", group_wait, true},
-    {"mmap", group_mmap, true},         {"ring", group_ring, true},
-    {"inflight", group_inflight, true}, {"quota", group_quota, true},
-    {"reset", group_reset, true},       {"reset-eperm", group_reset_eperm, false},
+    {"numbers", group_numbers, true},
+    {"info", group_info, true},
+    {"alloc", group_alloc, true},
+    {"handles", group_handles, true},
+    {"submit", group_submit, true},
+    {"wait", group_wait, true},
+    {"mmap", group_mmap, true},
+    {"ring", group_ring, true},
+    {"readonly", group_readonly, true},
+    {"inflight", group_inflight, true},
+    {"quota", group_quota, true},
+    {"reset", group_reset, true},
+    {"reset-eperm", group_reset_eperm, false},
 };
 
 int main(int argc, char** argv) {

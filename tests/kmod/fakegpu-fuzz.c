@@ -5,15 +5,16 @@
  *
  *   fakegpu-fuzz [--seconds N] [--procs N] [--seed N] NODE...
  *
- * Each process opens and closes the NODEs at random and, on the fds it holds,
- * issues: the driver's commands with random (often almost valid) structs;
- * its ioctl type with random number/direction/size; arbitrary command
- * numbers (minus the ones the VFS handles itself for any file, which would
- * act on devtmpfs rather than on the driver); argument pointers that are
- * NULL, wild, read-only or valid; mmaps at interesting and random offsets;
- * random ring entries and tails with doorbells; forks that inherit it all;
- * and closes with work in flight.  The kernel must neither oops nor leak:
- * the caller checks dmesg and that the module unloads afterwards.
+ * Each process opens and closes the NODEs at random (one open in four
+ * O_RDONLY) and, on the fds it holds, issues: the driver's commands with
+ * random (often almost valid) structs; its ioctl type with random
+ * number/direction/size; arbitrary command numbers (minus the ones the VFS
+ * handles itself for any file, which would act on devtmpfs rather than on
+ * the driver); argument pointers that are NULL, wild, read-only or valid;
+ * mmaps at interesting and random offsets; random ring entries and tails
+ * with doorbells; forks that inherit it all; and closes with work in
+ * flight.  The kernel must neither oops nor leak: the caller checks dmesg
+ * and that the module unloads afterwards.
  *
  * Exits 0 when every child ran to its deadline (whatever the driver
  * answered), 1 if a child died of a signal (a driver bug can make user space
@@ -249,8 +250,12 @@ static void fuzz(struct state* s, double deadline) {
     uint64_t action = below(100);
 
     if (action < 3) {
+      const char* node = s->nodes[below((uint64_t)s->nnodes)];
+      /* One open in four is read-only: the driver refuses it every write command. */
+      int mode = below(4) ? O_RDWR : O_RDONLY;
+
       close_fd(s, slot);
-      s->fds[slot] = open(s->nodes[below((uint64_t)s->nnodes)], O_RDWR | O_CLOEXEC);
+      s->fds[slot] = open(node, mode | O_CLOEXEC);
     } else if (action < 13) {
       if (fd >= 0) do_mmap(s, fd);
     } else if (action < 18) {

@@ -6,7 +6,8 @@
 #              --abi-test PATH --fuzz PATH [--fuzz-seconds N] [--bench-jobs N]
 #
 # Loads the module, checks its nodes, runs fakegpu-client as root and as the
-# unprivileged user mrun-test, the adversarial ABI tests, the privileged
+# unprivileged user mrun-test (and read-only: every write command EBADF), the
+# adversarial ABI tests (read-only descriptors included), the privileged
 # ioctl from an unprivileged user and from root in `unshare -Ur`, the fuzzer
 # from several processes of both users, the benchmark, and unloads the module.
 # Prints TAP (docs/DEVELOPING.md) and copies it to $MRUN_VM_OUT/fakegpu.tap;
@@ -142,10 +143,19 @@ expect_exit "FAKEGPU_VISIBLE_DEVICES=1 selects fakegpu1" 0 'device 1 of 2' \
 expect_exit "FAKEGPU_VISIBLE_DEVICES=none: exit 3" 3 'no visible device' \
     env FAKEGPU_VISIBLE_DEVICES=none LD_LIBRARY_PATH="$stage" "$C"
 expect_exit "client --device 1 as $user" 0 'ALL CHECKS PASSED' as_user "$C" --device 1
+# A read-only descriptor may look, not act (fakegpu(4), ACCESS MODE).
+expect_exit "client --read-only as $user: open and INFO pass" 0 'ALL CHECKS PASSED' \
+    as_user "$C" --read-only --check info
+expect_exit "client --read-only as $user: ALLOC is EBADF, and the client says why" 12 \
+    '^FAIL alloc: alloc [0-9]+ bytes \(opened read-only: ALLOC needs a descriptor open for writing\): EBADF' \
+    as_user "$C" --read-only
+expect_exit "static client --read-only as root: RESET is EBADF despite CAP_SYS_ADMIN" 22 \
+    '^FAIL reset: reset /dev/fakegpu0 \(opened read-only: RESET needs a descriptor open for writing\): EBADF' \
+    "$CS" --read-only --check reset
 
 # ---------------------------------------------------------------- ABI
 import_results "abi (root): " "$A"
-import_results "abi ($user): " as_user "$A" numbers info alloc handles submit mmap ring quota
+import_results "abi ($user): " as_user "$A" numbers info alloc handles submit mmap ring readonly quota
 log_clean "the ABI tests"
 
 # ---------------------------------------------------------------- privilege

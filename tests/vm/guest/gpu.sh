@@ -209,6 +209,12 @@ expect_exit "rootful: the state says the filter is mrun's own (bpf)" 0 '"bpf"' s
 expect_exit "rootful --device /dev/fakegpu0:/dev/fakegpu0:r: a read-write open is EPERM" 0 \
     'FAIL open: open /dev/fakegpu0: EPERM' "$mrun" "${fr[@]}" --device /dev/fakegpu0:/dev/fakegpu0:r \
     -v "$gpu_dir/fakegpu-client-static:/c:ro" "$R" /bin/sh -c '/c --check open; head -c 0 /dev/fakegpu0 && echo read-ok; true'
+# What :r still lets it open, O_RDONLY, may only look: the driver refuses ALLOC and
+# SUBMIT on it (EBADF), so the container cannot run work on the GPU (fakegpu(4)).
+expect_exit "rootful --device /dev/fakegpu0:/dev/fakegpu0:r: opened read-only, the client cannot allocate or submit (EBADF)" 14 \
+    '^FAIL fill: alloc [0-9]+ bytes \(opened read-only: ALLOC needs a descriptor open for writing\): EBADF' \
+    "$mrun" "${fr[@]}" --device /dev/fakegpu0:/dev/fakegpu0:r \
+    -v "$gpu_dir/fakegpu-client-static:/c:ro" "$R" /c --read-only --check info,fill
 expect_exit "rootful --cgroups disabled: no filter, the bound node opens" 0 '^ok open' \
     "$mrun" "${fr[@]}" --cgroups disabled -v /dev/fakegpu1:/dev/fakegpu1 \
     -v "$gpu_dir/fakegpu-client-static:/c:ro" "$R" /c --device /dev/fakegpu1 --check open
