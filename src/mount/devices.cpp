@@ -113,6 +113,8 @@ std::vector<MountStep> plan_device_mounts(const std::vector<HostDevice>& devices
     } else {
       step.kind = StepKind::bind;
       step.target_is_file = true;
+      // The host's inode: usable through a read-only bind, never chmod'ed or chown'ed.
+      step.read_only = true;
     }
     steps.push_back(step);
   }

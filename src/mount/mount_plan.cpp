@@ -1,7 +1,9 @@
 #include "mount/mount_plan.hpp"
 
 #include <sys/mount.h>
+#include <sys/sysmacros.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "base/error.hpp"
@@ -12,6 +14,24 @@ namespace mrun::mount {
 const std::vector<std::string>& default_device_nodes() {
   static const std::vector<std::string> nodes{"null", "zero", "full", "random", "urandom", "tty"};
   return nodes;
+}
+
+MountStep default_device_node(const std::string& name) {
+  // Fixed by the kernel's devices.txt: mem devices on major 1, /dev/tty on 5:0.
+  static const std::vector<std::pair<std::string, dev_t>> numbers{
+      {"null", ::makedev(1, 3)},   {"zero", ::makedev(1, 5)},    {"full", ::makedev(1, 7)},
+      {"random", ::makedev(1, 8)}, {"urandom", ::makedev(1, 9)}, {"tty", ::makedev(5, 0)},
+  };
+  MountStep step;
+  step.kind = StepKind::device_node;
+  step.target = "/dev/" + name;
+  step.source = "/dev/" + name;
+  step.mode = 0666;
+  for (const auto& [n, dev] : numbers) {
+    if (n == name) step.device = dev;
+  }
+  if (step.device == 0) throw Error("no default device node " + name, EINVAL);
+  return step;
 }
 
 const std::vector<std::string>& default_masked_paths() {
@@ -50,22 +70,50 @@ MountStep symlink(std::string target, std::string points_to) {
 }
 }  // namespace
 
+void check_volume_destination(const VolumeSpec& volume) {
+  // Files lxcfs serves over procfs's own (as runc allows them); nothing else of /proc.
+  static const std::vector<std::string> lxcfs_files{
+      "/proc/cpuinfo", "/proc/diskstats", "/proc/meminfo", "/proc/stat",
+      "/proc/swaps",   "/proc/uptime",    "/proc/loadavg", "/proc/slabinfo"};
+  std::string dst = volume.destination;
+  while (dst.size() > 1 && dst.back() == '/') dst.pop_back();
+  if (dst != "/proc" && !starts_with(dst, "/proc/")) return;
+  if (std::find(lxcfs_files.begin(), lxcfs_files.end(), dst) != lxcfs_files.end()) return;
+  // CVE-2019-16884: a volume over /proc (or a part of it) hides the container's real
+  // procfs, and every later step that trusts /proc then reads or writes the volume.
+  throw Error(
+      "volume " + volume.source + ":" + volume.destination + " covers the container's /proc",
+      EINVAL,
+      "mount it somewhere else; only lxcfs-style files (/proc/meminfo, /proc/cpuinfo, "
+      "...) may be bound over /proc");
+}
+
 std::vector<MountStep> plan_container_mounts(const MountPlanInput& input) {
   constexpr unsigned long secure = MS_NOSUID | MS_NODEV | MS_NOEXEC;
   std::vector<MountStep> plan;
 
   plan.push_back(fs("/proc", "proc", secure, ""));
 
-  // /dev: a small tmpfs holding only what a container needs. Nodes are bind-mounted
-  // from the host because mknod needs CAP_MKNOD in the initial user namespace and a
-  // tmpfs mounted in a user namespace is nodev anyway.
+  // /dev: a small tmpfs holding only what a container needs. Rootless, nodes are
+  // bind-mounted from the host because mknod needs CAP_MKNOD in the initial user
+  // namespace and a tmpfs mounted in a user namespace is nodev anyway (the container's
+  // root cannot chmod them: the host's root owns them, unmapped). Rootful, they are new
+  // nodes of the container's own.
   plan.push_back(fs("/dev", "tmpfs", MS_NOSUID | MS_STRICTATIME, "mode=755,size=65536k"));
   for (const auto& node : default_device_nodes()) {
+    if (input.mknod_default_devices) {
+      plan.push_back(default_device_node(node));
+      continue;
+    }
     MountStep bind;
     bind.kind = StepKind::bind;
     bind.source = "/dev/" + node;
     bind.target = "/dev/" + node;
     bind.target_is_file = true;
+    // Read-only: the node still reads and writes (a device ignores the mount's ro), but
+    // no chmod or chown reaches the host's inode, even where the container's root is
+    // the node's owner (--userns single under root).
+    bind.read_only = true;
     plan.push_back(bind);
   }
   plan.insert(plan.end(), input.devices.begin(), input.devices.end());
@@ -116,6 +164,7 @@ std::vector<MountStep> plan_container_mounts(const MountPlanInput& input) {
   }
 
   for (const auto& volume : input.volumes) {
+    check_volume_destination(volume);
     MountStep bind;
     bind.kind = StepKind::bind;
     bind.source = volume.source;

@@ -54,6 +54,10 @@ struct MountPlanInput {
   bool gid5_mapped = true;
   bool own_network_namespace = true;  // fresh sysfs allowed
   bool read_only_root = false;
+  // Rootful in the host's user namespace: the default nodes are made by mknod in the
+  // container's own /dev (as runc and crun do), not bound from the host's /dev, where
+  // the container's CAP_CHOWN and CAP_FOWNER would change the host's inodes.
+  bool mknod_default_devices = false;
   // The container has a cgroup v2 leaf and a cgroup namespace rooted at it: a fresh
   // cgroup2 at /sys/fs/cgroup then shows the leaf alone, not the host's tree.
   bool cgroup_mount = false;
@@ -64,13 +68,18 @@ struct MountPlanInput {
   std::vector<MountStep> injected;
 };
 
-// Device nodes bound from the host's /dev (all rootless-safe; mknod is not).
+// The device nodes every container gets: bound from the host's /dev rootless (mknod
+// needs CAP_MKNOD in the initial user namespace), made by mknod rootful.
 const std::vector<std::string>& default_device_nodes();
+// A default node as the kernel numbers it (null 1:3 ... tty 5:0), mode 0666 root:root.
+MountStep default_device_node(const std::string& name);
 // The OCI defaults (runc spec / podman) for masked and read-only paths.
 const std::vector<std::string>& default_masked_paths();
 const std::vector<std::string>& default_read_only_paths();
 
+// Throws mrun::Error (with the fix) for a volume the plan refuses: one over /proc.
 std::vector<MountStep> plan_container_mounts(const MountPlanInput& input);
+void check_volume_destination(const VolumeSpec& volume);
 
 // "SRC:DST[:ro|rw]" -> VolumeSpec; throws mrun::Error naming the spec and the fix.
 VolumeSpec parse_volume(const std::string& spec);

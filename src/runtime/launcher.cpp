@@ -183,6 +183,7 @@ LaunchSpec make_launch_spec(const ContainerConfig& config, const PrivilegeModel&
   input.gid5_mapped = !privilege.new_user_namespace || userns::map_to_host(ids.gids, 5) >= 0;
   input.own_network_namespace = config.network != NetworkMode::host;
   input.read_only_root = config.read_only;
+  input.mknod_default_devices = privilege.can_mknod;
   input.cgroup_mount = own_cgroup;
   // Generated files bound over the image's (whose lower layer is never written); before
   // the volumes, so that a user's own -v ...:/etc/hosts wins.

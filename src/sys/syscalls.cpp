@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/magic.h>
 #include <linux/mount.h>
 #include <linux/openat2.h>
 #include <linux/sched.h>
@@ -17,6 +18,7 @@
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -163,21 +165,47 @@ bool same_namespace(pid_t pid, const std::string& type) {
   return self.st_dev == other.st_dev && self.st_ino == other.st_ino;
 }
 
+void hold_fd_slots(int count) {
+  for (int fd = 3; fd < 3 + count; ++fd) {
+    if (::fcntl(fd, F_GETFD) >= 0 || errno != EBADF) continue;
+    // The lowest free number: `fd` itself, as every lower slot is taken by now.
+    int placeholder = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (placeholder < 0) throw_errno("hold fd " + std::to_string(fd) + " for --preserve-fds");
+    if (placeholder != fd) {
+      int moved = ::dup3(placeholder, fd, O_CLOEXEC);
+      ::close(placeholder);
+      if (moved < 0) throw_errno("hold fd " + std::to_string(fd) + " for --preserve-fds");
+    }
+  }
+}
+
 void keep_fds_across_exec(int preserve) {
   for (int fd = 3; fd < 3 + preserve; ++fd) {
     int flags = ::fcntl(fd, F_GETFD);
-    if (flags >= 0) ::fcntl(fd, F_SETFD, flags & ~FD_CLOEXEC);
+    if (flags >= 0 && (flags & FD_CLOEXEC) != 0) ::close(fd);
   }
-  DIR* dir = ::opendir("/proc/self/fd");
-  if (dir == nullptr) throw_errno("list /proc/self/fd");
-  while (struct dirent* entry = ::readdir(dir)) {
-    char* end = nullptr;
-    long fd = std::strtol(entry->d_name, &end, 10);
-    if (end == entry->d_name || *end != '\0' || fd < 3 + preserve) continue;
-    int flags = ::fcntl(static_cast<int>(fd), F_GETFD);
-    if (flags >= 0) ::fcntl(static_cast<int>(fd), F_SETFD, flags | FD_CLOEXEC);
+  if (::close_range(static_cast<unsigned>(3 + preserve), ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+    throw_errno("mark fds from " + std::to_string(3 + preserve) + " close-on-exec");
   }
-  ::closedir(dir);
+}
+
+void write_proc_sys(const std::string& relative, const std::string& value) {
+  UniqueFd dir(::open("/proc/sys", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  struct statfs fs {};
+  if (!dir || ::fstatfs(dir.get(), &fs) != 0) throw_errno("open /proc/sys");
+  if (fs.f_type != PROC_SUPER_MAGIC) throw Error("/proc/sys is not procfs", EXDEV);
+  struct open_how how {};
+  how.flags = O_WRONLY | O_CLOEXEC | O_NOCTTY;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
+  long fd = ::syscall(SYS_openat2, dir.get(), relative.c_str(), &how, sizeof how);
+  if (fd < 0) throw_errno("open /proc/sys/" + relative);
+  UniqueFd file(static_cast<int>(fd));
+  ssize_t n;
+  do {
+    n = ::write(file.get(), value.data(), value.size());
+  } while (n < 0 && errno == EINTR);
+  if (n < 0 || static_cast<std::size_t>(n) != value.size())
+    throw_errno("write /proc/sys/" + relative);
 }
 
 void set_hostname(const std::string& name) {
@@ -202,15 +230,25 @@ void bring_loopback_up() {
   if (::ioctl(sock.get(), SIOCSIFFLAGS, &req) != 0) throw_errno("bring lo up");
 }
 
+UniqueFd try_open_in_root(int root_fd, const std::string& path, int flags, int* err) {
+  struct open_how how {};
+  how.flags = static_cast<unsigned long long>(flags | O_CLOEXEC);
+  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+  std::size_t skip = path.find_first_not_of('/');
+  const char* rel = skip == std::string::npos ? "." : path.c_str() + skip;
+  long fd = ::syscall(SYS_openat2, root_fd, rel, &how, sizeof how);
+  *err = fd < 0 ? errno : 0;
+  return UniqueFd(fd < 0 ? -1 : static_cast<int>(fd));
+}
+
 UniqueFd open_in_root(int root_fd, const std::string& path, int flags, mode_t mode) {
   struct open_how how {};
   how.flags = static_cast<unsigned long long>(flags | O_CLOEXEC);
   how.mode = (flags & O_CREAT) ? mode : 0;
   how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-  std::string rel = path;
-  while (!rel.empty() && rel.front() == '/') rel.erase(0, 1);
-  if (rel.empty()) rel = ".";
-  long fd = ::syscall(SYS_openat2, root_fd, rel.c_str(), &how, sizeof how);
+  std::size_t skip = path.find_first_not_of('/');
+  const char* rel = skip == std::string::npos ? "." : path.c_str() + skip;
+  long fd = ::syscall(SYS_openat2, root_fd, rel, &how, sizeof how);
   if (fd < 0) throw_errno("open " + path + " inside the container root");
   return UniqueFd(static_cast<int>(fd));
 }

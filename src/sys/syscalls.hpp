@@ -52,9 +52,21 @@ void send_with_fd(int sock, std::string_view data, int fd, const std::string& wh
 // setns refuses to join one's own user namespace, so exec asks first.
 bool same_namespace(pid_t pid, const std::string& type);
 
-// --preserve-fds N: fds 3..3+N-1 stay open across exec; every other fd above 2 becomes
-// close-on-exec (most are already; this catches whatever leaked into mrun), as runc.
+// --preserve-fds N, at mrun's start: each of fds 3..3+N-1 the caller did not pass is
+// held by a close-on-exec placeholder, so that no descriptor mrun opens later lands
+// there and is handed to the container.
+void hold_fd_slots(int count);
+// --preserve-fds N, right before the command's exec: of fds 3..3+N-1 exactly the
+// caller's stay open. Those are told apart by FD_CLOEXEC: an fd inherited over the
+// caller's exec of mrun cannot carry it, and every fd mrun opens (placeholders
+// included) does, so those are closed. Every fd from 3+N becomes close-on-exec
+// (close_range: no /proc listing the container could have covered).
 void keep_fds_across_exec(int preserve);
+
+// Writes `value` to /proc/sys/<relative> (a sysctl, "net/ipv4/ip_forward") through a
+// descriptor: /proc/sys checked to be procfs, the file opened beneath it with no symlink
+// and no mount crossed (CVE-2025-52881: a write redirected by a mount elsewhere).
+void write_proc_sys(const std::string& relative, const std::string& value);
 
 void set_hostname(const std::string& name);
 void set_no_new_privs();
@@ -64,6 +76,9 @@ void bring_loopback_up();
 // Opens a path strictly inside `root_fd` (openat2 RESOLVE_IN_ROOT|RESOLVE_NO_MAGICLINKS):
 // a symlink in an image can never send a mount to the host.
 UniqueFd open_in_root(int root_fd, const std::string& path, int flags, mode_t mode = 0);
+// The same without an exception: an invalid UniqueFd and `*err` set to the errno, for
+// probes whose failure is an ordinary answer (a mount point still to be created).
+UniqueFd try_open_in_root(int root_fd, const std::string& path, int flags, int* err);
 // "/proc/self/fd/N", the path form of an fd, for mount(2) targets.
 std::string fd_path(int fd);
 

@@ -1,4 +1,5 @@
 #include <sys/mount.h>
+#include <sys/sysmacros.h>
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -41,9 +42,25 @@ TEST_CASE("mount plan: every default device node is a bind onto a file") {
     REQUIRE(step.kind == StepKind::bind);
     REQUIRE(step.source == "/dev/" + node);
     REQUIRE(step.target_is_file);
+    REQUIRE(step.read_only);  // no chmod of the host's node through it
   }
   REQUIRE(step_for(plan, "/dev/ptmx").kind == StepKind::symlink);
   REQUIRE(step_for(plan, "/dev/ptmx").source == "pts/ptmx");
+}
+
+TEST_CASE("mount plan: rootful, the default nodes are the container's own (mknod)") {
+  MountPlanInput input;
+  input.mknod_default_devices = true;
+  auto plan = plan_container_mounts(input);
+  for (const auto& node : default_device_nodes()) {
+    const auto& step = step_for(plan, "/dev/" + node);
+    REQUIRE(step.kind == StepKind::device_node);
+    REQUIRE(step.mode == 0666);
+    REQUIRE(step.uid == 0);
+  }
+  REQUIRE(step_for(plan, "/dev/null").device == ::makedev(1, 3));
+  REQUIRE(step_for(plan, "/dev/tty").device == ::makedev(5, 0));
+  REQUIRE(index_of(plan, "/dev") < index_of(plan, "/dev/null"));
 }
 
 TEST_CASE("mount plan: devpts asks for gid 5 only when it is mapped") {
@@ -104,4 +121,19 @@ TEST_CASE("overlay mount data, and paths it cannot carry") {
                                            "/s/merged"});
   layers.lower = "/img,upperdir=/etc";
   REQUIRE_THROWS_WITH(overlay_mount_data(layers, false), Catch::Contains("contains ','"));
+}
+
+TEST_CASE("mount plan: no volume over /proc (CVE-2019-16884), lxcfs files excepted") {
+  for (const char* dst : {"/proc", "/proc/", "/proc/self", "/proc/sys/kernel", "/proc/1/attr"}) {
+    MountPlanInput input;
+    input.volumes.push_back({"/tmp", dst, false, false});
+    REQUIRE_THROWS_WITH(plan_container_mounts(input),
+                        Catch::Contains("covers the container's /proc"));
+  }
+  MountPlanInput lxcfs;
+  lxcfs.volumes.push_back({"/var/lib/lxcfs/proc/meminfo", "/proc/meminfo", true, true});
+  REQUIRE_NOTHROW(plan_container_mounts(lxcfs));
+  MountPlanInput near;
+  near.volumes.push_back({"/tmp", "/procfs", false, false});
+  REQUIRE_NOTHROW(plan_container_mounts(near));
 }
