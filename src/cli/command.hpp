@@ -18,6 +18,9 @@ class Command {
   // Before parsing: takes the words after the subcommand name that CLI11 must not see
   // (run's ROOTFS and command, whose options belong to the command) out of `args`.
   virtual void take_trailing(std::vector<std::string>& /*args*/) {}
+  // --preserve-fds N after parsing: main keeps fds 3..3+N-1 for the caller's own
+  // before mrun opens any descriptor of its own (sys::hold_fd_slots).
+  virtual int preserved_fds() const { return 0; }
   // Runs it; returns mrun's exit status.
   virtual int execute(const runtime::GlobalOptions& global) = 0;
 };

@@ -25,6 +25,8 @@ class CreateCommand : public Command {
     return create;
   }
 
+  int preserved_fds() const override { return process_.preserve_fds; }
+
   int execute(const runtime::GlobalOptions& global) override {
     auto ctx = runtime::make_context(global);
     runtime::StateStore store(ctx.state_root);

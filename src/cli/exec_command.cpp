@@ -59,6 +59,8 @@ class ExecCommand : public Command {
     }
   }
 
+  int preserved_fds() const override { return preserve_fds_; }
+
   int execute(const runtime::GlobalOptions& global) override {
     // First of all (CVE-2019-5736, runtime/cloned_binary.hpp): run from a sealed copy of
     // mrun before reading anything that cannot be read twice (--process /dev/stdin).

@@ -1,12 +1,15 @@
 // mrun: a rootless, user-namespace-first container runtime. See mrun(1).
 #include <fcntl.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <iostream>
 
 #include "base/error.hpp"
 #include "base/log.hpp"
 #include "cli/command.hpp"
+#include "sys/syscalls.hpp"
 
 namespace {
 
@@ -20,6 +23,15 @@ mrun::Logger& main_logger() {
 bool takes_value(const std::string& word) {
   return word == "--root" || word == "--log" || word == "--log-format" ||
          word == "--cgroup-manager";
+}
+
+// Socket activation of mrun itself (LISTEN_PID ours): that many fds from 3 are the
+// caller's too (oci_bundle.cpp hands them to the container).
+int socket_activated_fds() {
+  const char* fds = std::getenv("LISTEN_FDS");
+  const char* pid = std::getenv("LISTEN_PID");
+  if (fds == nullptr || pid == nullptr || std::atoi(pid) != ::getpid()) return 0;
+  return std::max(0, std::atoi(fds));
 }
 
 // --log FILE (runc's option, which conmon reads errors from): opened once, appended to,
@@ -110,6 +122,12 @@ int run_cli(int argc, char** argv) {
     return exit_code::runtime_error;
   }
   main_logger().set_debug(global.debug);
+  // Before the first descriptor of mrun's own (the --log file, the setup socket, the
+  // pidfds): those must never take a number the container is handed.
+  for (auto& [sub, command] : registered) {
+    if (sub->parsed())
+      sys::hold_fd_slots(std::max(command->preserved_fds(), socket_activated_fds()));
+  }
   open_log(global);
   global.log_fd = main_logger().log_file();
   for (auto& [sub, command] : registered) {

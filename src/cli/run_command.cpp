@@ -126,8 +126,9 @@ std::string absolute_path(const std::string& path, const std::string& what) {
   return result;
 }
 
-// UID[:GID]. Without GID: the user's primary group from the image's /etc/passwd, else 0.
-runtime::UserSpec parse_user(const std::string& spec, const std::string& rootfs) {
+// UID[:GID]. Without GID: the user's primary group from the image's /etc/passwd, else 0,
+// looked up by the container itself (mrun reads nothing of the rootfs).
+runtime::UserSpec parse_user(const std::string& spec) {
   runtime::UserSpec user;
   auto parts = split(spec, ':');
   const std::string fix = "use -u UID[:GID] with numeric ids";
@@ -143,15 +144,7 @@ runtime::UserSpec parse_user(const std::string& spec, const std::string& rootfs)
     user.gid = static_cast<gid_t>(*gid);
     return user;
   }
-  std::ifstream passwd(rootfs + "/etc/passwd");
-  std::string line;
-  while (std::getline(passwd, line)) {
-    auto fields = split(line, ':');
-    if (fields.size() >= 4 && fields[2] == parts[0]) {
-      if (auto gid = parse_u64(fields[3])) user.gid = static_cast<gid_t>(*gid);
-      break;
-    }
-  }
+  user.gid_from_image = true;
   return user;
 }
 
@@ -257,6 +250,8 @@ class RunCommand : public Command {
     return run;
   }
 
+  int preserved_fds() const override { return process_.preserve_fds; }
+
   int execute(const runtime::GlobalOptions& global) override {
     runtime::Context ctx = runtime::make_context(global);
     // --bundle: config.json, not the flags, says what to run (mrun-oci(1)); the same
@@ -306,7 +301,7 @@ class RunCommand : public Command {
     config.name = options_.name.empty() ? random_name() : options_.name;
     config.hostname = options_.hostname.empty() ? config.name : options_.hostname;
     config.workdir = options_.workdir;
-    if (!options_.user.empty()) config.user = parse_user(options_.user, config.rootfs);
+    if (!options_.user.empty()) config.user = parse_user(options_.user);
     config.env = build_env(options_, config.hostname, config.user);
     for (const auto& spec : options_.volumes) {
       auto volume = mount::parse_volume(spec);

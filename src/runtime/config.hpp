@@ -40,6 +40,10 @@ struct Volume {
 struct UserSpec {
   uid_t uid = 0;
   gid_t gid = 0;
+  // -u UID without a GID: the container's process takes the uid's primary group from
+  // the image's /etc/passwd itself, after pivot_root (runtime/image_user.hpp); `gid`
+  // (0) when the image does not list the uid.
+  bool gid_from_image = false;
 };
 
 struct ContainerConfig {

@@ -11,12 +11,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 
 #include "base/error.hpp"
 #include "base/strings.hpp"
 #include "mount/mount_apply.hpp"
 #include "runtime/hooks.hpp"
+#include "runtime/image_user.hpp"
 #include "runtime/reaper.hpp"
 #include "sys/fs.hpp"
 #include "sys/syscalls.hpp"
@@ -43,10 +45,10 @@ void drop_host_groups(const LaunchSpec& spec) {
 // a namespaced sysctl file shows the writer's own network or IPC namespace.
 void write_sysctls(const LaunchSpec& spec) {
   for (const auto& [key, value] : spec.config.sysctl) {
-    std::string path = "/proc/sys/" + key;
-    std::replace(path.begin(), path.end(), '.', '/');
+    std::string relative = key;
+    std::replace(relative.begin(), relative.end(), '.', '/');
     try {
-      sys::write_file(path, value);
+      sys::write_proc_sys(relative, value);
     } catch (const Error& e) {
       throw e.wrap("sysctl " + key + "=" + value);
     }
@@ -90,13 +92,29 @@ void mount_rootfs(const LaunchSpec& spec, const SyncChannel& sync) {
   spec.log.debug("overlay: fuse");
 }
 
+// After pivot_root: the image's own /etc/passwd, read by the container's process.
+gid_t image_gid_of(const UserSpec& user) {
+  auto passwd = read_image_passwd();
+  if (!passwd) return user.gid;
+  return primary_gid_in_passwd(*passwd, user.uid).value_or(user.gid);
+}
+
 void prepare_workdir(const std::string& workdir) {
   sys::make_dirs(workdir, 0755);
   if (::chdir(workdir.c_str()) != 0) throw_errno("change to working directory " + workdir);
+  // CVE-2024-21626: a cwd such as /proc/self/fd/N reaches whatever that descriptor is.
+  // None of mrun's should be a directory outside the root by now, but the check is what
+  // makes that sure: getcwd fails (ENOENT) for a directory the root cannot reach.
+  char cwd[PATH_MAX];
+  if (::getcwd(cwd, sizeof cwd) == nullptr || cwd[0] != '/') {
+    throw Error("working directory " + workdir + " is outside the container", EPERM,
+                "give a path inside the container with -w (process.cwd)");
+  }
 }
 
 void change_ids(const LaunchSpec& spec) {
-  const auto& user = spec.config.user;
+  UserSpec user = spec.config.user;
+  if (user.gid_from_image) user.gid = image_gid_of(user);
   if (user.uid == 0 && user.gid == 0) return;
   if (::setresgid(user.gid, user.gid, user.gid) != 0) {
     throw_errno("switch to gid " + std::to_string(user.gid),
@@ -231,6 +249,36 @@ void join_new_keyring(const LaunchSpec& spec) {
   throw Error("execute " + args.front() + " (" + path + ")", err, {}, status);
 }
 
+// --init: PID 1 becomes mrun's reaper and the command runs as its child (PID 2). The
+// command goes on only once PID 1 is confined (non-dumpable, CAP_KILL alone, the
+// command's seccomp filter): never is there a moment when the command runs beside an
+// unconfined, ptraceable PID 1. Non-dumpable is set before the fork, so that PID 1 is
+// never dumpable at all; the command's exec makes it dumpable again, as for any program.
+void become_reaper_and_fork_command(const LaunchSpec& spec, const SyncChannel& sync,
+                                    const UniqueFd& parent_pidfd) {
+  int gate[2];
+  if (::pipe2(gate, O_CLOEXEC) != 0) throw_errno("pipe for --init");
+  UniqueFd gate_read(gate[0]), gate_write(gate[1]);
+  sys::set_dumpable(false);
+  const pid_t reaper = ::getpid();
+  pid_t command = ::fork();
+  if (command < 0) throw_errno("fork the command under --init");
+  if (command > 0) {
+    gate_read.reset();
+    security::confine_reaper(spec.security);
+    gate_write.reset();  // end-of-file: the command may go on
+    run_reaper(command, sync, parent_pidfd, !spec.sibling_of_monitor);
+  }
+  gate_write.reset();
+  char byte = 0;
+  ssize_t n;
+  do {
+    n = ::read(gate_read.get(), &byte, 1);
+  } while (n < 0 && errno == EINTR);
+  // PID 1 died while confining itself (it reported why): the command must not run.
+  if (::getppid() != reaper) ::_exit(exit_code::runtime_error);
+}
+
 [[noreturn]] void report_and_exit(const SyncChannel& sync, const Error& e) {
   try {
     sync.send(SyncType::error, e.exit_status(), e.what());
@@ -312,16 +360,7 @@ void container_main(const LaunchSpec& spec, const SyncChannel& sync, const Uniqu
       attach_stdio(spec);
     }
     prepare_workdir(spec.config.workdir);
-    if (spec.config.init) {
-      // PID 1 becomes mrun's reaper; the command runs as its child (PID 2).
-      pid_t command = ::fork();
-      if (command < 0) throw_errno("fork the command under --init");
-      if (command > 0) {
-        // PID 1 stays mrun's code; it needs nothing but CAP_KILL to forward signals.
-        security::confine_reaper(spec.security);
-        run_reaper(command, sync, parent_pidfd, !spec.sibling_of_monitor);
-      }
-    }
+    if (spec.config.init) become_reaper_and_fork_command(spec, sync, parent_pidfd);
     switch_user(spec);
     exec_command(spec, sync, parent_pidfd, exec_fifo, state_json);
   } catch (const Error& e) {

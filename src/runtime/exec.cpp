@@ -17,6 +17,7 @@
 #include "mount/devices.hpp"
 #include "runtime/cloned_binary.hpp"
 #include "runtime/container_init.hpp"
+#include "runtime/image_user.hpp"
 #include "runtime/supervise.hpp"
 #include "runtime/sync_channel.hpp"
 #include "security/security_plan.hpp"
@@ -70,6 +71,7 @@ std::string exec_defaults_to_json(const ExecDefaults& d) {
             {"cwd", d.cwd},
             {"uid", d.user.uid},
             {"gid", d.user.gid},
+            {"gid_from_image", d.user.gid_from_image},
             {"seccomp", seccomp_mode_name(d.security.seccomp)},
             {"seccomp_profile", d.security.seccomp_profile},
             {"no_new_privileges", d.security.no_new_privileges},
@@ -86,7 +88,7 @@ ExecDefaults exec_defaults_from_json(const std::string& text) {
   ExecDefaults d;
   d.env = j.at("env").get<std::vector<std::string>>();
   d.cwd = j.at("cwd").get<std::string>();
-  d.user = {j.at("uid").get<uid_t>(), j.at("gid").get<gid_t>()};
+  d.user = {j.at("uid").get<uid_t>(), j.at("gid").get<gid_t>(), j.value("gid_from_image", false)};
   d.security.seccomp = seccomp_mode_from(j.at("seccomp").get<std::string>());
   d.security.seccomp_profile = j.at("seccomp_profile").get<std::string>();
   d.security.no_new_privileges = j.at("no_new_privileges").get<bool>();
@@ -124,8 +126,10 @@ UserSpec parse_exec_user(const std::string& text, const UserSpec& fallback) {
   if (parts.empty() || parts.size() > 2) throw bad();
   auto uid = parse_u64(parts[0]);
   if (!uid || *uid > 0xfffffffeULL) throw bad();
-  UserSpec user{static_cast<uid_t>(*uid), fallback.gid};
+  // As runc: without a GID, the uid's primary group in the image (looked up inside).
+  UserSpec user{static_cast<uid_t>(*uid), fallback.gid, true};
   if (parts.size() == 2) {
+    user.gid_from_image = false;
     auto gid = parse_u64(parts[1]);
     if (!gid || *gid > 0xfffffffeULL) throw bad();
     user.gid = static_cast<gid_t>(*gid);
@@ -175,9 +179,13 @@ Joined namespaces_to_join(pid_t pid) {
     throw_errno("drop supplementary groups");
   }
   security::confine_before_user_switch(plan);
-  if (::setresgid(request.user.gid, request.user.gid, request.user.gid) != 0) {
-    throw_errno("switch to gid " + std::to_string(request.user.gid));
+  gid_t gid = request.user.gid;
+  if (request.user.gid_from_image) {
+    // Inside the container's mount namespace and root already (setns): its own file.
+    auto passwd = read_image_passwd();
+    if (passwd) gid = primary_gid_in_passwd(*passwd, request.user.uid).value_or(gid);
   }
+  if (::setresgid(gid, gid, gid) != 0) throw_errno("switch to gid " + std::to_string(gid));
   if (::setresuid(request.user.uid, request.user.uid, request.user.uid) != 0) {
     throw_errno("switch to uid " + std::to_string(request.user.uid));
   }

@@ -1,5 +1,8 @@
 #include "runtime/privilege.hpp"
 
+#include <pwd.h>
+#include <sys/stat.h>
+
 #include <cstdlib>
 
 namespace mrun::runtime {
@@ -8,6 +11,21 @@ namespace {
 std::string env_or(const char* name, const std::string& fallback) {
   const char* value = std::getenv(name);
   return value != nullptr && value[0] == '/' ? std::string(value) : fallback;
+}
+
+// A directory owned by `uid` and writable by no one else.
+bool callers_own_dir(const std::string& path, uid_t uid) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == uid &&
+         (st.st_mode & 022) == 0;
+}
+
+// HOME unset (a service, `env -i`): the passwd entry's home, if it is the caller's.
+std::string passwd_home(uid_t uid) {
+  const struct passwd* pw = ::getpwuid(uid);
+  if (pw == nullptr || pw->pw_dir == nullptr || pw->pw_dir[0] != '/') return {};
+  std::string dir = pw->pw_dir;
+  return callers_own_dir(dir, uid) ? dir : std::string();
 }
 }  // namespace
 
@@ -34,13 +52,23 @@ PrivilegeModel privilege_model_for(uid_t uid, const ContainerConfig* config,
   model.new_user_namespace = !model.nested;
   model.uses_gpu_helper = true;
   model.node_access_is_callers = true;
-  // $XDG_RUNTIME_DIR is what podman uses; without a login session (runuser, CI) fall
-  // back to a private directory in /tmp, checked to be ours.
-  model.default_state_root =
-      std::getenv("XDG_RUNTIME_DIR") != nullptr && std::getenv("XDG_RUNTIME_DIR")[0] == '/'
-          ? std::string(std::getenv("XDG_RUNTIME_DIR")) + "/mrun"
-          : "/tmp/mrun-" + std::to_string(uid);
-  std::string home = env_or("HOME", "/tmp/mrun-home-" + std::to_string(uid));
+  // $XDG_RUNTIME_DIR is what podman uses; without it, /run/user/UID if the login made
+  // one for the caller; without a login session at all (runuser, CI) a directory in the
+  // shared /tmp, which every verb checks (shared_tmp_state_dir).
+  const std::string id = std::to_string(uid);
+  if (const char* xdg = std::getenv("XDG_RUNTIME_DIR"); xdg != nullptr && xdg[0] == '/') {
+    model.default_state_root = std::string(xdg) + "/mrun";
+  } else if (callers_own_dir("/run/user/" + id, uid)) {
+    model.default_state_root = "/run/user/" + id + "/mrun";
+  } else {
+    model.shared_tmp_state_dir = "/tmp/mrun-" + id;
+    model.default_state_root = model.shared_tmp_state_dir;
+  }
+  std::string home = env_or("HOME", passwd_home(uid));
+  if (home.empty() && std::getenv("XDG_DATA_HOME") == nullptr) {
+    model.shared_tmp_data_dir = "/tmp/mrun-home-" + id;
+    home = model.shared_tmp_data_dir;
+  }
   model.default_data_root = env_or("XDG_DATA_HOME", home + "/.local/share") + "/mrun";
   return model;
 }

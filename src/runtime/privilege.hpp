@@ -46,9 +46,17 @@ struct PrivilegeModel {
   // nearest subtree delegated to the caller above its own cgroup (systemd
   // Delegate=yes or a chown by root); an unprivileged user can make cgroups nowhere else.
   std::string default_cgroup_parent;
-  // Where state and container storage live.
+  // Where state and container storage live. Rootless: $XDG_RUNTIME_DIR/mrun, else
+  // /run/user/UID/mrun where that directory is the caller's (a login without
+  // XDG_RUNTIME_DIR exported), else /tmp/mrun-UID; the data under $XDG_DATA_HOME, else
+  // $HOME/.local/share, else the passwd entry's home, else /tmp/mrun-home-UID.
   std::string default_state_root;
   std::string default_data_root;
+  // The directory in a shared, sticky /tmp that the defaults above fell back to ("" when
+  // none did): any local user could have made it first, so every verb makes it or checks
+  // that it is the caller's and writable by no one else (runtime/context.cpp).
+  std::string shared_tmp_state_dir;
+  std::string shared_tmp_data_dir;
 };
 
 // `host_user_namespace`: whether mrun itself runs in the initial user namespace

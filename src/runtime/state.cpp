@@ -143,11 +143,8 @@ StateLock::StateLock(const std::string& root) {
 StateStore::StateStore(std::string root) : root_(std::move(root)) {}
 
 void StateStore::ensure_root() const {
-  try {
-    sys::ensure_private_dir(root_);
-  } catch (const Error& e) {
-    throw e.with_hint("pass a writable directory with --root DIR");
-  }
+  sys::ensure_private_dir(root_, "state directory",
+                          "pass a directory of yours that only you can write with --root DIR");
 }
 
 namespace {

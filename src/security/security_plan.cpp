@@ -176,11 +176,18 @@ void load_seccomp_last(const SecurityPlan& plan) {
 }
 
 void confine_reaper(const SecurityPlan& plan) {
+  // PID 1 is already non-dumpable (container_init.cpp sets it before the fork):
+  // /proc/1/mem and ptrace need CAP_SYS_PTRACE over it, which the command does not hold
+  // by default. The filter below covers the case where it does (--cap-add SYS_PTRACE):
+  // code injected into PID 1 can do no more than the command itself.
   CapabilityPlan reaper;
   reaper.bounding = reaper.effective = reaper.permitted = cap_bit(CAP_KILL);
   drop_bounding_set(reaper, plan.last_cap);
   set_process_capabilities(reaper);
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1L, 0L, 0L, 0L) != 0) throw_errno("set no_new_privs for --init");
+  // The command's own filter, loaded by PID 1 too (no_new_privs is set, so no
+  // CAP_SYS_ADMIN is needed): the reaper only reads a signalfd, kills and waits.
+  if (plan.seccomp) load_seccomp_program(*plan.seccomp);
 }
 
 }  // namespace mrun::security

@@ -65,8 +65,10 @@ void confine_after_user_switch(const SecurityPlan& plan);
 // The last step before execve: the seccomp filter (then, without no_new_privs, the
 // CAP_SYS_ADMIN kept for loading it is dropped).
 void load_seccomp_last(const SecurityPlan& plan);
-// --init: mrun's PID 1 keeps only CAP_KILL (to forward signals to a non-root command)
-// and sets no_new_privs; it runs no foreign code, so it gets no filter.
+// --init: mrun's PID 1 (made non-dumpable by its caller, so that the command cannot
+// ptrace it or write its memory) keeps only CAP_KILL (to forward signals to a non-root command),
+// sets no_new_privs and loads the command's seccomp filter: what the command could make it do is
+// never more than the command may do itself.
 void confine_reaper(const SecurityPlan& plan);
 
 }  // namespace mrun::security

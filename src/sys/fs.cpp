@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -85,19 +86,44 @@ bool make_dirs(const std::string& path, mode_t mode) {
   return created;
 }
 
-void ensure_private_dir(const std::string& path) {
-  make_dirs(path, 0700);
+bool check_private_dir(const std::string& path, const std::string& what, const std::string& hint) {
   struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) throw_errno("stat " + path);
-  if (!S_ISDIR(st.st_mode)) throw Error(path + " is not a directory", ENOTDIR);
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return false;
+    throw_errno("stat " + what + " " + path, hint);
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    throw Error(what + " " + path + " is not a directory" +
+                    (S_ISLNK(st.st_mode) ? " but a symlink" : std::string()),
+                ENOTDIR, hint);
+  }
   if (st.st_uid != ::getuid()) {
-    throw Error("state directory " + path + " belongs to uid " + std::to_string(st.st_uid), EPERM,
-                "remove it or pass --root DIR");
+    throw Error(what + " " + path + " belongs to uid " + std::to_string(st.st_uid) +
+                    ", not to uid " + std::to_string(::getuid()),
+                EPERM, hint);
   }
-  if ((st.st_mode & 077) != 0 && ::chmod(path.c_str(), 0700) != 0) throw_errno("chmod " + path);
-  if (::access(path.c_str(), W_OK) != 0) {
-    throw_errno("state directory " + path + " is not writable", "pass --root DIR");
+  if ((st.st_mode & 022) != 0) {
+    throw Error(
+        what + " " + path + " is writable by other users (mode " +
+            [&] {
+              char mode[8];
+              std::snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
+              return std::string(mode);
+            }() +
+            ")",
+        EPERM, "chmod go-w " + path + ", or " + hint);
   }
+  return true;
+}
+
+void ensure_private_dir(const std::string& path, const std::string& what, const std::string& hint) {
+  try {
+    make_dirs(path, 0700);
+  } catch (const Error& e) {
+    throw e.wrap(what).with_hint(hint);
+  }
+  check_private_dir(path, what, hint);
+  if (::access(path.c_str(), W_OK) != 0) throw_errno(what + " " + path + " is not writable", hint);
 }
 
 namespace {

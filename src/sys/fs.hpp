@@ -18,10 +18,16 @@ void write_file(const std::string& path, const std::string& content);
 void write_file_atomic(const std::string& path, const std::string& content, mode_t mode = 0600);
 // mkdir -p; returns true if the last component was created.
 bool make_dirs(const std::string& path, mode_t mode = 0755);
-// Creates `path` (and parents) as a private directory of the caller, refusing one that
-// exists but belongs to someone else or is reachable by others (a state dir in /tmp
-// must not be pre-created by another user).
-void ensure_private_dir(const std::string& path);
+// Creates `path` (and parents) as a directory of the caller, refusing one that exists
+// but is not a directory (a symlink included), belongs to someone else, or is writable
+// by others (a state dir in /tmp must not be pre-created or shared by another user).
+// An existing directory's mode is left as its owner chose. `what` names it in errors
+// ("state directory"), `hint` says what to do instead.
+void ensure_private_dir(const std::string& path, const std::string& what = "state directory",
+                        const std::string& hint = "remove it or pass --root DIR");
+// The same checks without creating anything: true when `path` exists and passes them,
+// false when it does not exist; throws when it exists and fails them.
+bool check_private_dir(const std::string& path, const std::string& what, const std::string& hint);
 // rm -rf without following symlinks or crossing into other mounts. Returns false if
 // something could not be removed (EACCES/EPERM: files of other uids), true when gone.
 bool remove_tree(const std::string& path);

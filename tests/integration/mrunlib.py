@@ -62,12 +62,21 @@ def base_env(**extra):
 
 def state_dir(env=None):
     """Default state dir: root: /run/mrun; else $XDG_RUNTIME_DIR/mrun or, when
-    unset, /tmp/mrun-<uid>."""
+    unset, /run/user/<uid>/mrun where the login made that directory ours, else
+    /tmp/mrun-<uid>."""
     env = base_env() if env is None else env
     if ROOTFUL:
         return "/run/mrun"
     xdg = env.get("XDG_RUNTIME_DIR")
-    return os.path.join(xdg, "mrun") if xdg else f"/tmp/mrun-{UID}"
+    if xdg:
+        return os.path.join(xdg, "mrun")
+    try:
+        st = os.lstat(f"/run/user/{UID}")
+        if st.st_uid == UID and (st.st_mode & 0o022) == 0 and os.path.isdir(f"/run/user/{UID}"):
+            return f"/run/user/{UID}/mrun"
+    except FileNotFoundError:
+        pass
+    return f"/tmp/mrun-{UID}"
 
 
 def data_dir(env=None):

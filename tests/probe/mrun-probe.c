@@ -42,6 +42,13 @@
  *                    run in a child. Nothing is ever written to the kernel:
  *                    the sysctl and sysrq attempts stop at open(O_WRONLY).
  *   escape-list      the names escape-suite knows, one per line
+ *   inject PID       the --init attack: open /proc/PID/mem for writing, then
+ *                    PTRACE_SEIZE PID and, if that works, make it run
+ *                    unshare(CLONE_NEWUSER) by rewinding it onto the syscall
+ *                    instruction it is blocked in (x86-64); prints "mem=ok" or
+ *                    "mem errno=NAME", "seize=ok" or "seize errno=NAME", and
+ *                    "injected=0" (the syscall worked in PID) or
+ *                    "injected errno=NAME"; exit 0
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -71,6 +78,7 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/types.h>
+#include <sys/user.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -845,6 +853,58 @@ static void usage(void) {
       stderr);
 }
 
+/* The reaper attack: code run by PID 1 on the command's behalf. Only the
+ * syscall instruction the target is stopped after is used: no code is
+ * written, so the probe shows exactly what the target's own filter allows. */
+static int cmd_inject(int argc, char** argv) {
+  if (argc < 1) return fail("inject: PID missing");
+  pid_t pid = (pid_t)atol(argv[0]);
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/mem", (int)pid);
+  int mem = open(path, O_RDWR | O_CLOEXEC);
+  if (mem >= 0) {
+    printf("mem=ok\n");
+    close(mem);
+  } else {
+    printf("mem errno=%s\n", strerrorname_np(errno));
+  }
+  if (ptrace(PTRACE_SEIZE, pid, NULL, NULL) != 0) {
+    printf("seize errno=%s\n", strerrorname_np(errno));
+    return 0;
+  }
+  printf("seize=ok\n");
+#if defined(__x86_64__)
+  int status = 0;
+  if (ptrace(PTRACE_INTERRUPT, pid, NULL, NULL) != 0 || waitpid(pid, &status, __WALL) != pid)
+    return fail("inject: interrupt %d: %s", (int)pid, strerror(errno));
+  struct user_regs_struct saved, regs;
+  if (ptrace(PTRACE_GETREGS, pid, NULL, &saved) != 0)
+    return fail("inject: getregs: %s", strerror(errno));
+  regs = saved;
+  regs.rip = saved.rip - 2; /* back onto the "syscall" (0f 05) it is blocked after */
+  regs.rax = SYS_unshare;
+  regs.orig_rax = (unsigned long long)-1;
+  regs.rdi = CLONE_NEWUSER;
+  if (ptrace(PTRACE_SETREGS, pid, NULL, &regs) != 0 ||
+      ptrace(PTRACE_SINGLESTEP, pid, NULL, NULL) != 0 || waitpid(pid, &status, __WALL) != pid ||
+      ptrace(PTRACE_GETREGS, pid, NULL, &regs) != 0)
+    return fail("inject: step %d: %s", (int)pid, strerror(errno));
+  long rc = (long)regs.rax;
+  if (rc == 0)
+    printf("injected=0\n");
+  else
+    printf("injected errno=%s\n", strerrorname_np((int)-rc));
+  /* Back where it was: re-enter the interrupted syscall. */
+  saved.rax = saved.orig_rax;
+  saved.rip -= 2;
+  ptrace(PTRACE_SETREGS, pid, NULL, &saved);
+  ptrace(PTRACE_DETACH, pid, NULL, NULL);
+#else
+  printf("injected skip not x86-64\n");
+#endif
+  return 0;
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc < 2) {
@@ -870,6 +930,7 @@ int main(int argc, char** argv) {
   if (!strcmp(cmd, "hold")) return cmd_hold(rest_argc, rest);
   if (!strcmp(cmd, "escape-suite")) return cmd_escape_suite(rest_argc, rest);
   if (!strcmp(cmd, "escape-list")) return cmd_escape_list();
+  if (!strcmp(cmd, "inject")) return cmd_inject(rest_argc, rest);
   usage();
   return 2;
 }

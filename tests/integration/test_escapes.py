@@ -1,0 +1,286 @@
+"""Attacks on mrun itself, each performed for real: a malicious image, the
+container's command against mrun's own processes and descriptors, and another
+local user against the shared /tmp fallbacks. Each test fails on an mrun without
+the fix it names (the security issue's items 1-7, and the published runc/crun
+escapes of the same class)."""
+
+import os
+import subprocess
+import time
+
+import pytest
+
+import mrunlib as M
+
+
+def _secret_file(directory, name, content):
+    path = os.path.join(directory, name)
+    with open(path, "w") as f:
+        f.write(content)
+    os.chmod(path, 0o600)
+    return path
+
+
+# ---- 1. masks never use the image's /dev (CVE-2025-31133) -------------------
+
+@pytest.mark.parametrize("inside", [True, False], ids=["target-in-image", "target-only-on-host"])
+def test_masks_are_mruns_dev_null_not_the_images(mrun, private_rootfs, tmp_path, name, inside):
+    """The image's /dev is an absolute symlink to a host directory D holding a
+    file `null`. The masks over /proc/keys and the rest must be mrun's own
+    /dev/null: nothing of D/null is read, nothing appended to it."""
+    host_d = tmp_path / "hostdev"
+    host_d.mkdir()
+    secret = _secret_file(str(host_d), "null", "HOST-SECRET\n")
+    dev = os.path.join(private_rootfs, "dev")
+    subprocess.run(["rm", "-rf", dev], check=True)
+    os.symlink(str(host_d), dev)
+    if inside:
+        # The same path inside the image, so that the symlink resolves there too.
+        os.makedirs(private_rootfs + str(host_d), exist_ok=True)
+    r = mrun("run", "--rm", "--name", name, "--network", "none", private_rootfs, "/bin/sh", "-c",
+             "cat /proc/keys /proc/timer_list; echo APPENDED >> /proc/keys; echo done")
+    with open(secret) as f:
+        assert f.read() == "HOST-SECRET\n", f"the container wrote to the host file {secret}\n{r!r}"
+    assert "HOST-SECRET" not in r.out + r.err, f"the host file leaked through a mask\n{r!r}"
+    if inside:
+        assert r.rc == 0 and "done" in r.out, r
+    else:
+        # Nothing to mount /dev on inside the image: a clear refusal is fine too.
+        assert r.rc in (0, 125), r
+
+
+# ---- 2. --init: the reaper is confined --------------------------------------
+
+def test_init_reaper_cannot_be_ptraced_or_written(mrun, rootfs, name):
+    """The command attacks PID 1 (mrun's reaper): /proc/1/mem for writing and
+    PTRACE_SEIZE are refused (PID 1 is not dumpable)."""
+    r = mrun("run", "--rm", "--init", "--name", name, "--network", "none", rootfs,
+             "/bin/mrun-probe", "inject", "1")
+    assert r.rc == 0, r
+    assert "mem=ok" not in r.out and "seize=ok" not in r.out, f"PID 1 is open to the command\n{r!r}"
+
+
+def test_init_reaper_runs_under_the_commands_seccomp(mrun, rootfs, name):
+    """Even a command allowed to ptrace (--cap-add SYS_PTRACE) gains nothing from
+    PID 1: the reaper holds CAP_KILL alone and runs under the same filter, so an
+    unshare(CLONE_NEWUSER) injected into it is refused like the command's own."""
+    r = mrun("run", "--rm", "--init", "--cap-add", "SYS_PTRACE", "--name", name, "--network",
+             "none", rootfs, "/bin/sh", "-c",
+             "grep -E '^(Seccomp|CapEff|CapPrm):' /proc/1/status; /bin/mrun-probe inject 1")
+    assert r.rc == 0, r
+    status = dict(line.split(":\t") for line in r.lines if ":\t" in line)
+    assert status.get("Seccomp") == "2", f"PID 1 runs without a seccomp filter\n{r!r}"
+    assert int(status["CapEff"], 16) == 1 << 5 and int(status["CapPrm"], 16) == 1 << 5, r
+    assert "injected=0" not in r.out, f"code injected into PID 1 escaped the filter\n{r!r}"
+    if "seize=ok" in r.out:
+        assert "injected errno=EPERM" in r.out, r
+
+
+# ---- 3. rootful: the default nodes are the container's own ------------------
+
+def test_chmod_of_dev_null_never_reaches_the_host(mrun, rootfs, name):
+    """The default capabilities include CAP_CHOWN and CAP_FOWNER: chmod and
+    chown of /dev/null inside must not change the host's /dev/null."""
+    before = os.stat("/dev/null")
+    r = mrun("run", "--rm", "--name", name, "--network", "none", rootfs, "/bin/sh", "-c",
+             "chmod 600 /dev/null; chown 1:1 /dev/null; echo x > /dev/null && echo usable")
+    after = os.stat("/dev/null")
+    if after.st_mode != before.st_mode or after.st_uid != before.st_uid:
+        os.chmod("/dev/null", before.st_mode & 0o7777) if M.ROOTFUL else None
+        os.chown("/dev/null", before.st_uid, before.st_gid) if M.ROOTFUL else None
+        pytest.fail(f"the container changed the host's /dev/null\n{r!r}")
+    assert r.rc == 0 and "usable" in r.out, r
+
+
+@pytest.mark.skipif(not M.ROOTFUL, reason="rootful only: rootless cannot mknod")
+def test_rootful_default_nodes_are_made_not_bound(mrun, rootfs, name):
+    r = mrun("run", "--rm", "--name", name, "--network", "none", rootfs, "/bin/sh", "-c",
+             "grep -E ' /dev/(null|zero|tty) ' /proc/self/mountinfo; ls -ln /dev/null /dev/tty")
+    assert r.rc == 0, r
+    assert " /dev/null " not in r.out, f"/dev/null is a bind of the host's node\n{r!r}"
+    assert "1,   3" in r.out and "5,   0" in r.out, r
+
+
+# ---- 4, 5. the shared /tmp fallbacks of another user -------------------------
+
+VICTIM = 23456  # a uid with no passwd entry and no subordinate ids: no HOME either
+
+
+def _as_victim(argv, env=None):
+    return subprocess.run(["setpriv", f"--reuid={VICTIM}", f"--regid={VICTIM}", "--clear-groups",
+                           *argv], capture_output=True, text=True, timeout=M.TIMEOUT,
+                          env=env or {"PATH": M.DEFAULT_PATH, "LANG": "C.UTF-8"}, cwd="/")
+
+
+@pytest.fixture
+def victim_dir():
+    """A directory of the victim's, reachable by it (pytest's tmp_path is not)."""
+    import tempfile
+    path = tempfile.mkdtemp(prefix="mrun-it-victim.", dir="/var/tmp")
+    os.chmod(path, 0o755)
+    os.chown(path, VICTIM, VICTIM)
+    yield path
+    subprocess.run(["rm", "-rf", "--one-file-system", path], check=True)
+
+
+@pytest.fixture
+def attacker_dirs():
+    """Directories another local user (nobody) made first in /tmp."""
+    made = []
+
+    def make(path, mode=0o755):
+        subprocess.run(["rm", "-rf", "--one-file-system", path], check=True)
+        os.mkdir(path, mode)
+        os.chown(path, 65534, 65534)
+        made.append(path)
+        return path
+    yield make
+    for path in made:
+        subprocess.run(["rm", "-rf", "--one-file-system", path], check=True)
+
+
+@pytest.mark.skipif(not M.ROOTFUL, reason="needs root to play the other user")
+def test_state_root_made_by_another_user_is_refused_by_every_verb(attacker_dirs):
+    root = attacker_dirs(f"/tmp/mrun-{VICTIM}")
+    # A forged entry: delete would remove the victim's directory and run the hook.
+    forged = os.path.join(root, "c1")
+    os.mkdir(forged)
+    with open(os.path.join(forged, "state.json"), "w") as f:
+        f.write('{"name":"c1","pid":1,"storage_dir":"/tmp/victim-data"}')
+    for verb in (["list"], ["delete", "c1"], ["kill", "c1", "KILL"], ["state", "c1"],
+                 ["run", "--rm", "--network", "none", "/nonexistent-rootfs", "true"]):
+        p = _as_victim([M.MRUN, *verb])
+        assert p.returncode == 125, (verb, p.returncode, p.stdout, p.stderr)
+        assert f"/tmp/mrun-{VICTIM}" in p.stderr and "belongs to uid 65534" in p.stderr, (verb, p.stderr)
+        assert "XDG_RUNTIME_DIR" in p.stderr, (verb, p.stderr)
+
+
+@pytest.mark.skipif(not M.ROOTFUL, reason="needs root to play the other user")
+def test_state_root_writable_by_others_is_refused(victim_dir):
+    shared = os.path.join(victim_dir, "shared-root")
+    os.mkdir(shared)
+    os.chown(shared, VICTIM, VICTIM)
+    os.chmod(shared, 0o777)
+    p = _as_victim([M.MRUN, "--root", shared, "list"])
+    assert p.returncode == 125 and "writable by other users" in p.stderr, (p.returncode, p.stderr)
+
+
+@pytest.mark.skipif(not M.ROOTFUL, reason="needs root to play the other user")
+def test_data_root_made_by_another_user_is_refused(attacker_dirs, victim_dir):
+    """HOME unset and no passwd entry: the data fallback /tmp/mrun-home-UID,
+    pre-made by another user with an upper dir of theirs, is refused."""
+    attacker_dirs(f"/tmp/mrun-home-{VICTIM}")
+    env = {"PATH": M.DEFAULT_PATH, "LANG": "C.UTF-8", "XDG_RUNTIME_DIR": victim_dir}
+    p = _as_victim([M.MRUN, "run", "--rm", "--network", "none", "true"], env=env)
+    assert p.returncode == 125, (p.returncode, p.stdout, p.stderr)
+    assert f"/tmp/mrun-home-{VICTIM}" in p.stderr and "HOME" in p.stderr, p.stderr
+
+
+# ---- 6. --preserve-fds hands over the caller's descriptors only -------------
+
+def _fds_seen(argv, pass_fds=(), shell=None):
+    cmd = [M.MRUN, *argv] if shell is None else ["/bin/bash", "-c", shell, "bash", M.MRUN, *argv]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=M.TIMEOUT,
+                       env=M.base_env(), pass_fds=pass_fds, stdin=subprocess.DEVNULL,
+                       start_new_session=True)
+    fds = {}
+    for line in p.stdout.splitlines():
+        if " -> " in line:
+            fd, target = line.split(" -> ", 1)
+            fds[int(fd)] = target
+    return p, fds
+
+
+def test_preserve_fds_passes_nothing_of_mruns_own(rootfs, name):
+    """The caller has only 0-2 open: --preserve-fds 4 must give the container
+    no fd 3-6 at all (before the fix: mrun's pidfd, setup socket, /dev/null)."""
+    p, fds = _fds_seen(["run", "--rm", "--name", name, "--network", "none", "--preserve-fds",
+                        "4", rootfs, "/bin/mrun-probe", "fds"])
+    assert p.returncode == 0, (p.returncode, p.stderr)
+    assert sorted(fds) == [0, 1, 2], f"the container got descriptors of mrun's own: {fds}"
+
+
+def test_preserve_fds_passes_exactly_the_callers(rootfs, name):
+    """Fd 4 is the caller's pipe, fd 3 and 5 are not open: the container sees
+    4 (the same pipe) and neither 3 nor 5. (bash puts the pipe at 4 for
+    mrun: this process's own 4 may be pytest's.)"""
+    r, w = os.pipe()
+    try:
+        pipe_id = os.readlink(f"/proc/self/fd/{r}")
+        shell = f"exec 4<&{r} {r}<&-; exec 3<&- 5<&-; exec \"$@\""
+        p, fds = _fds_seen(["run", "--rm", "--name", name, "--network", "none",
+                            "--preserve-fds", "3", rootfs, "/bin/mrun-probe", "fds"],
+                           pass_fds=(r,), shell=shell)
+    finally:
+        os.close(r)
+        os.close(w)
+    assert p.returncode == 0, (p.returncode, p.stderr)
+    assert 3 not in fds and 5 not in fds, f"descriptors the caller did not pass: {fds}"
+    assert fds.get(4) == pipe_id, f"the caller's fd 4 ({pipe_id}) did not arrive: {fds}"
+
+
+def test_exec_preserve_fds_passes_nothing_of_mruns_own(mrun, rootfs, name):
+    d = mrun.detach("--name", name, "--network", "none", rootfs, "/bin/sleep", "30")
+    assert d.rc == 0, d
+    try:
+        p, fds = _fds_seen(["exec", "--preserve-fds", "4", name, "/bin/mrun-probe", "fds"])
+        assert p.returncode == 0, (p.returncode, p.stderr)
+        assert sorted(fds) == [0, 1, 2], f"exec handed over mrun's own descriptors: {fds}"
+    finally:
+        mrun("kill", name, "KILL")
+        mrun.wait_status(name, "stopped")
+        mrun("delete", name)
+
+
+# ---- 7. mrun reads nothing of the image on the host --------------------------
+
+@pytest.mark.parametrize("kind", ["symlink-to-host-file", "fifo", "dev-zero"])
+def test_user_without_gid_reads_the_images_passwd_inside(mrun, private_rootfs, tmp_path, name,
+                                                         kind):
+    """-u UID without GID: the image's /etc/passwd is a symlink to a host file
+    listing the uid (its gid must not leak), a FIFO (mrun must not hang), or a
+    link to /dev/zero (mrun must not read forever)."""
+    passwd = os.path.join(private_rootfs, "etc/passwd")
+    os.unlink(passwd)
+    if kind == "symlink-to-host-file":
+        secret = _secret_file(str(tmp_path), "host-passwd", "spy:x:4321:7777::/:/bin/sh\n")
+        os.symlink(secret, passwd)
+    elif kind == "fifo":
+        os.mkfifo(passwd)
+    else:
+        os.symlink("/dev/zero", passwd)
+    start = time.monotonic()
+    r = mrun("run", "--rm", "--name", name, "--network", "none", "-u", "4321", private_rootfs,
+             "/bin/sh", "-c", "id -g", timeout=20)
+    assert time.monotonic() - start < 15, r
+    assert r.rc == 0, r
+    assert r.out.strip() != "7777", f"the host file's gid leaked into the container\n{r!r}"
+    assert r.out.strip() == "0", r
+
+
+def test_user_without_gid_takes_the_images_group(mrun, private_rootfs, name):
+    with open(os.path.join(private_rootfs, "etc/passwd"), "a") as f:
+        f.write("app:x:4321:4322::/:/bin/sh\n")
+    r = mrun("run", "--rm", "--name", name, "--network", "none", "-u", "4321", private_rootfs,
+             "/bin/sh", "-c", "id -u; id -g")
+    assert r.rc == 0 and r.lines == ["4321", "4322"], r
+
+
+# ---- CVE-2024-21626: a working directory through a leaked descriptor ---------
+
+@pytest.mark.parametrize("fd", range(3, 10))
+def test_workdir_through_proc_self_fd_stays_inside(mrun, rootfs, name, fd):
+    r = mrun("run", "--rm", "--name", name, "--network", "none", "-w", f"/proc/self/fd/{fd}",
+             rootfs, "/bin/sh", "-c", "pwd")
+    if r.rc == 0:
+        assert r.out.startswith("/") and "unreachable" not in r.out, r
+    else:
+        assert r.rc == 125, r
+
+
+# ---- CVE-2019-16884: nothing over /proc --------------------------------------
+
+def test_volume_over_proc_is_refused(mrun, rootfs, host_dir, name):
+    r = mrun("run", "--rm", "--name", name, "--network", "none", "-v", f"{host_dir}:/proc",
+             rootfs, "true")
+    assert r.rc == 125 and "covers the container's /proc" in r.err, r
