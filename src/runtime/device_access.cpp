@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 
@@ -109,8 +111,38 @@ DeviceAccess::DeviceAccess(const ContainerConfig& config, const PrivilegeModel& 
   }
 }
 
+// What a container could do with devices beyond the defaults, without a restriction.
+std::string beyond_default_devices(const ContainerConfig& config) {
+  if (config.security.privileged) return "--privileged";
+  if (!config.devices.empty() || config.gpu) return "--device/--gpu";
+  for (const auto& cap : config.security.cap_add) {
+    std::string name = cap;
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (name == "all" || name == "mknod" || name == "cap_mknod") return "--cap-add " + cap;
+  }
+  return {};
+}
+
 void DeviceAccess::check_before_start(const cgroup::Plan& plan) const {
+  if (privilege_.rootful && !plan.use && !cgroup::devices_v1_available()) {
+    const std::string why = "no cgroup v2 leaf (" + plan.why_not +
+                            ") and no cgroup v1 devices controller: nothing restricts which "
+                            "device nodes container " +
+                            config_.name + " may create and open";
+    const std::string beyond = beyond_default_devices(config_);
+    if (config_.device_filter == DeviceFilterMode::off) {
+      log_.warn(why + " (--device-filter=off)");
+    } else if (!beyond.empty()) {
+      throw Error(why + ", so " + beyond + " is refused", EPERM,
+                  "run on a host with cgroup v2 or the v1 devices controller, or pass "
+                  "--device-filter=off to accept it");
+    } else {
+      log_.warn(why + "; it has no CAP_MKNOD, so only the default nodes");
+    }
+  }
   if (config_.device_filter != DeviceFilterMode::required || plan.use) return;
+  if (privilege_.rootful && cgroup::devices_v1_available()) return;  // the v1 group does it
   // Say what stops it first: a kernel that refuses the program, else the missing leaf.
   std::string reason = "no cgroup to attach it to (" + plan.why_not + ")";
   if (auto failure = cgroup::attach_device_filter({}, plan_filter_rules(config_, devices_))) {
@@ -118,6 +150,14 @@ void DeviceAccess::check_before_start(const cgroup::Plan& plan) const {
   }
   throw Error("device filter for container " + config_.name + ": " + reason, 0,
               "use --device-filter=auto to run without it");
+}
+
+std::optional<cgroup::DevicesV1Group> DeviceAccess::devices_v1_group(
+    bool have_leaf, const std::string& unique) const {
+  if (have_leaf || !privilege_.rootful || config_.device_filter == DeviceFilterMode::off) {
+    return std::nullopt;
+  }
+  return cgroup::DevicesV1Group::create(unique, plan_filter_rules(config_, devices_));
 }
 
 std::string DeviceAccess::not_attached(const std::string& reason, bool warn) const {

@@ -7,12 +7,14 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/log.hpp"
 #include "cgroup/cgroup.hpp"
 #include "cgroup/device_rules.hpp"
+#include "cgroup/devices_v1.hpp"
 #include "mount/devices.hpp"
 #include "runtime/config.hpp"
 #include "runtime/privilege.hpp"
@@ -41,8 +43,15 @@ class DeviceAccess {
                std::vector<mount::HostDevice> devices, const Logger& log);
 
   // Before anything is made: --device-filter=required without a cgroup leaf fails
-  // here (125), naming the first step that cannot be done.
+  // here (125), naming the first step that cannot be done. Rootful with neither a v2
+  // leaf nor the v1 devices controller, nothing can restrict devices: --device,
+  // --gpu, CAP_MKNOD and --privileged are refused unless --device-filter=off (a
+  // warning either way).
   void check_before_start(const cgroup::Plan& plan) const;
+  // Rootful without a v2 leaf (a v1 or hybrid host): the v1 devices controller's group
+  // for the container, with the filter's allow-list; nullopt where it does not apply.
+  std::optional<cgroup::DevicesV1Group> devices_v1_group(bool have_leaf,
+                                                         const std::string& unique) const;
   // Attaches the filter to LEAF (empty: none, for the reason NO_LEAF) for the
   // container process CHILD, which has not run anything yet. Returns the state's
   // `device_filter` ("bpf", "helper", "none: <reason>"); throws (125) when required

@@ -17,6 +17,7 @@
 #include "base/scope_guard.hpp"
 #include "base/strings.hpp"
 #include "cgroup/cgroup.hpp"
+#include "cgroup/devices_v1.hpp"
 #include "mount/devices.hpp"
 #include "mount/overlay.hpp"
 #include "net/network.hpp"
@@ -284,6 +285,7 @@ void remove_container(const Context& ctx, const std::string& name) {
   auto state = store.read(name);
   if (state) remove_storage(ctx, state->storage_dir, state->subordinate_ids);
   if (state && !state->cgroup.empty()) cgroup::remove_leaf(state->cgroup);  // mrun was killed
+  if (state && !state->devices_v1.empty()) cgroup::remove_devices_v1_group(state->devices_v1);
   store.remove(name);
 }
 
@@ -390,6 +392,8 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
     }
   }
 
+  // Destroyed (removed) after undo_child below has killed and reaped the container.
+  std::optional<cgroup::DevicesV1Group> devices_v1;
   // 3. Clone the container into its namespaces; it waits for us on the sync socket.
   SignalBlock blocked_signals;
   UniqueFd self_pidfd = sys::pidfd_open(::getpid());
@@ -422,8 +426,17 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   if (leaf) leaf->add_process(child.pid);
   // The device filter, now that the child is in the leaf and before it runs anything:
   // the command never runs unfiltered.
-  state.device_filter =
-      device_access.attach_filter(leaf ? leaf->path() : "", cgroup_plan.why_not, child.pid);
+  // Rootful on a v1 or hybrid host the v1 devices controller does it, as with runc.
+  devices_v1 = device_access.devices_v1_group(
+      leaf.has_value(), "mrun-" + std::to_string(::getpid()) + "-" + config.name);
+  if (devices_v1) {
+    devices_v1->add_process(child.pid);
+    state.device_filter = "v1";
+    state.devices_v1 = devices_v1->path();
+  } else {
+    state.device_filter =
+        device_access.attach_filter(leaf ? leaf->path() : "", cgroup_plan.why_not, child.pid);
+  }
   if (privilege.new_user_namespace) userns::apply_id_maps(child.pid, ids);
   // The network comes up now, before the container goes on, so the command never runs
   // without it. Destroyed (stopped) before undo_child kills the container on failure.

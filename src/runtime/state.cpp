@@ -64,6 +64,7 @@ std::string state_to_json(const ContainerState& s) {
       {"subordinate_ids", s.subordinate_ids},
       {"cgroup", s.cgroup},
       {"device_filter", s.device_filter},
+      {"devices_v1", s.devices_v1},
       {"bundle", s.bundle},
       {"annotations", s.annotations},
   };
@@ -108,6 +109,7 @@ ContainerState state_from_json(const std::string& text) {
   s.subordinate_ids = j.value("subordinate_ids", false);
   s.cgroup = j.value("cgroup", "");
   s.device_filter = j.value("device_filter", "");
+  s.devices_v1 = j.value("devices_v1", "");
   s.bundle = j.value("bundle", "");
   s.annotations = j.value("annotations", std::map<std::string, std::string>{});
   return s;

@@ -41,8 +41,10 @@ struct ContainerState {
   bool subordinate_ids = false;  // the id map used (needed to delete the upper dir)
   std::string cgroup;            // its cgroup v2 leaf (absolute path), empty: none
   // Who attached its device filter: "bpf" (mrun, libbpf), "helper" (mrun-gpu-helper),
-  // or "none: <reason>".
+  // "v1" (the cgroup v1 devices controller), or "none: <reason>".
   std::string device_filter;
+  // Rootful on a v1/hybrid host: its cgroup v1 devices group (device_filter "v1").
+  std::string devices_v1;
   std::string bundle;                              // OCI bundle (absolute), empty: not run from one
   std::map<std::string, std::string> annotations;  // config.json's, for `mrun state`
 };

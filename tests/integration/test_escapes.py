@@ -284,3 +284,46 @@ def test_volume_over_proc_is_refused(mrun, rootfs, host_dir, name):
     r = mrun("run", "--rm", "--name", name, "--network", "none", "-v", f"{host_dir}:/proc",
              rootfs, "true")
     assert r.rc == 125 and "covers the container's /proc" in r.err, r
+
+
+# ---- 8. rootful on a v1/hybrid host: the v1 devices controller ---------------
+
+def _a_host_block_device():
+    for entry in sorted(os.listdir("/sys/dev/block")):
+        major, minor = entry.split(":")
+        return int(major), int(minor)
+    return None
+
+
+def _v1_devices_mounted():
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            pre, _, post = line.partition(" - ")
+            fields = post.split()
+            if len(fields) >= 3 and fields[0] == "cgroup" and "devices" in fields[2].split(","):
+                return True
+    return False
+
+
+def _has_v2_leaf():
+    with open("/proc/self/mountinfo") as f:
+        return any(" - cgroup2 " in line and " /sys/fs/cgroup " in line for line in f)
+
+
+@pytest.mark.skipif(not M.ROOTFUL, reason="rootful only: rootless cannot mknod")
+@pytest.mark.skipif(_has_v2_leaf() or not _v1_devices_mounted(),
+                    reason="needs a v1/hybrid host with the v1 devices controller (the v2 "
+                           "filter is tested in the VM)")
+def test_rootful_mknod_of_a_host_disk_is_denied_on_a_v1_host(mrun, rootfs, name):
+    """--cap-add MKNOD and a node of the host's block device: the v1 devices group
+    refuses the open (EPERM), as runc's does; with --device-filter=off it opens."""
+    major, minor = _a_host_block_device()
+    script = f"mknod /tmp/disk b {major} {minor} && head -c 16 /tmp/disk >/dev/null; echo rc=$?"
+    r = mrun("run", "--rm", "--name", name, "--network", "none", "--cap-add", "MKNOD", rootfs,
+             "/bin/sh", "-c", script)
+    assert r.rc == 0 and "rc=1" in r.out and "Operation not permitted" in r.err, r
+    off = mrun("run", "--rm", "--name", name, "--network", "none", "--cap-add", "MKNOD",
+               "--device-filter", "off", rootfs, "/bin/sh", "-c", script)
+    assert off.rc == 0 and "Operation not permitted" not in off.err, off
+    groups = [d for d in os.listdir("/sys/fs/cgroup/devices") if name in d]
+    assert groups == [], f"device cgroups left behind: {groups}"

@@ -5,6 +5,7 @@
 
 #include "base/error.hpp"
 #include "cgroup/device_rules.hpp"
+#include "cgroup/devices_v1.hpp"
 #include "mount/devices.hpp"
 #include "runtime/config.hpp"
 #include "runtime/device_access.hpp"
@@ -195,4 +196,26 @@ TEST_CASE("--device-filter: auto, required, off") {
   REQUIRE(mrun::runtime::parse_device_filter_mode("required") == DeviceFilterMode::required);
   REQUIRE(mrun::runtime::parse_device_filter_mode("off") == DeviceFilterMode::off);
   REQUIRE_FALSE(mrun::runtime::parse_device_filter_mode("bogus"));
+}
+
+TEST_CASE("devices v1: the hierarchy from mountinfo, the caller's group, the allow lines") {
+  const std::string mountinfo =
+      "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+      "32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n"
+      "36 31 0:33 / /sys/fs/cgroup/devices rw,nosuid - cgroup cgroup rw,devices\n"
+      "40 31 0:37 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n";
+  REQUIRE(mrun::cgroup::find_devices_v1_mount(mountinfo) == "/sys/fs/cgroup/devices");
+  REQUIRE(
+      mrun::cgroup::find_devices_v1_mount("40 31 0:37 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n")
+          .empty());
+  REQUIRE(mrun::cgroup::own_devices_v1_group("9:name=systemd:/\n5:devices:/user.slice\n0::/\n") ==
+          "/user.slice");
+  REQUIRE(mrun::cgroup::own_devices_v1_group("0::/x\n") == "/");
+  using mrun::cgroup::DeviceRule;
+  using mrun::cgroup::DeviceType;
+  std::vector<DeviceRule> rules{
+      {DeviceType::character, 1, 3, 7},
+      {DeviceType::any, mrun::cgroup::any_number, mrun::cgroup::any_number, 7}};
+  auto lines = mrun::cgroup::devices_v1_allow_lines(rules);
+  REQUIRE(lines == std::vector<std::string>{"c 1:3 rwm", "a *:* rwm"});
 }

@@ -1,0 +1,105 @@
+#include "cgroup/devices_v1.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "base/error.hpp"
+#include "base/strings.hpp"
+#include "sys/fs.hpp"
+
+namespace mrun::cgroup {
+
+std::string find_devices_v1_mount(const std::string& mountinfo) {
+  for (const auto& line : split(mountinfo, '\n')) {
+    auto dash = line.find(" - ");
+    if (dash == std::string::npos) continue;
+    auto before = split(line.substr(0, dash), ' ');
+    auto after = split(line.substr(dash + 3), ' ');
+    if (before.size() < 5 || after.size() < 3 || after[0] != "cgroup") continue;
+    for (const auto& option : split(after[2], ',')) {
+      if (option == "devices") return before[4];
+    }
+  }
+  return {};
+}
+
+std::string own_devices_v1_group(const std::string& proc_self_cgroup) {
+  for (const auto& line : split(proc_self_cgroup, '\n')) {
+    auto first = line.find(':');
+    auto second = first == std::string::npos ? first : line.find(':', first + 1);
+    if (second == std::string::npos) continue;
+    for (const auto& controller : split(line.substr(first + 1, second - first - 1), ',')) {
+      if (controller == "devices") return line.substr(second + 1);
+    }
+  }
+  return "/";
+}
+
+std::vector<std::string> devices_v1_allow_lines(const std::vector<DeviceRule>& rules) {
+  std::vector<std::string> lines;
+  for (const auto& rule : rules) lines.push_back(to_string(rule));
+  return lines;
+}
+
+namespace {
+std::string devices_v1_mount() {
+  auto mountinfo = sys::read_file("/proc/self/mountinfo");
+  return mountinfo ? find_devices_v1_mount(*mountinfo) : std::string();
+}
+}  // namespace
+
+bool devices_v1_available() {
+  return !devices_v1_mount().empty();
+}
+
+std::optional<DevicesV1Group> DevicesV1Group::create(const std::string& name,
+                                                     const std::vector<DeviceRule>& rules) {
+  const std::string mount = devices_v1_mount();
+  if (mount.empty()) return std::nullopt;
+  auto own = sys::read_file("/proc/self/cgroup");
+  std::string parent = mount + own_devices_v1_group(own.value_or(""));
+  while (parent.size() > 1 && parent.back() == '/') parent.pop_back();
+  std::string path = parent + "/" + name;
+  if (::mkdir(path.c_str(), 0755) != 0) {
+    throw_errno("create device cgroup " + path,
+                "the cgroup v1 devices controller restricts a rootful container here; pass "
+                "--device-filter=off to run without any device restriction");
+  }
+  DevicesV1Group group(path);
+  // Deny everything first, then allow the list: a new group inherits its parent's.
+  try {
+    sys::write_file(path + "/devices.deny", "a");
+    for (const auto& line : devices_v1_allow_lines(rules)) {
+      sys::write_file(path + "/devices.allow", line);
+    }
+  } catch (const Error& e) {
+    throw e.wrap("device cgroup " + path);
+  }
+  return group;
+}
+
+void DevicesV1Group::add_process(pid_t pid) const {
+  try {
+    sys::write_file(path_ + "/cgroup.procs", std::to_string(pid));
+  } catch (const Error& e) {
+    throw e.wrap("move the container into its device cgroup");
+  }
+}
+
+DevicesV1Group::~DevicesV1Group() {
+  if (!path_.empty()) remove_devices_v1_group(path_);
+}
+
+void remove_devices_v1_group(const std::string& path) noexcept {
+  // The container's processes are gone by now (the PID namespace died with its init);
+  // a zombie not yet reaped keeps the group busy for a moment.
+  for (int i = 0; i < 50; ++i) {
+    if (::rmdir(path.c_str()) == 0 || errno == ENOENT) return;
+    if (errno != EBUSY) return;
+    ::usleep(2000);
+  }
+}
+
+}  // namespace mrun::cgroup

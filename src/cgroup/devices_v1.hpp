@@ -1,0 +1,63 @@
+// The cgroup v1 devices controller: the device restriction of a rootful container on a
+// host whose cgroups are v1 or hybrid (no cgroup v2 leaf to attach the BPF filter to),
+// as runc does there. The same allow-list as the filter (device_rules.hpp), written as
+// devices.deny "a" then one devices.allow line per rule, in a group of the container's
+// own under the caller's devices cgroup.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cgroup/device_rules.hpp"
+
+namespace mrun::cgroup {
+
+// Where the v1 devices hierarchy is mounted, from /proc/self/mountinfo text; "" when it
+// is not (a pure cgroup v2 host, or a container without it).
+std::string find_devices_v1_mount(const std::string& mountinfo);
+// The caller's group in that hierarchy, from /proc/self/cgroup text ("5:devices:/x").
+std::string own_devices_v1_group(const std::string& proc_self_cgroup);
+// The devices.allow lines for RULES ("c 1:3 rwm", "a *:* rwm").
+std::vector<std::string> devices_v1_allow_lines(const std::vector<DeviceRule>& rules);
+
+void remove_devices_v1_group(const std::string& path) noexcept;
+
+class DevicesV1Group {
+ public:
+  DevicesV1Group(const DevicesV1Group&) = delete;
+  DevicesV1Group& operator=(const DevicesV1Group&) = delete;
+  DevicesV1Group(DevicesV1Group&& other) noexcept : path_(std::move(other.path_)) {
+    other.path_.clear();
+  }
+  DevicesV1Group& operator=(DevicesV1Group&& other) noexcept {
+    if (this != &other) {
+      if (!path_.empty()) remove_devices_v1_group(path_);
+      path_ = std::move(other.path_);
+      other.path_.clear();
+    }
+    return *this;
+  }
+  ~DevicesV1Group();
+
+  // nullopt when the host has no v1 devices hierarchy. NAME makes the group's directory
+  // unique ("mrun-<monitor pid>-<container>"). Throws, leaving nothing, when the group
+  // cannot be made or the rules written.
+  static std::optional<DevicesV1Group> create(const std::string& name,
+                                              const std::vector<DeviceRule>& rules);
+  const std::string& path() const noexcept { return path_; }
+  void add_process(pid_t pid) const;
+
+ private:
+  explicit DevicesV1Group(std::string path) : path_(std::move(path)) {}
+  std::string path_;
+};
+
+// Whether the host has a v1 devices hierarchy to restrict a rootful container with.
+bool devices_v1_available();
+// remove_devices_v1_group (above): removes a group left by a killed mrun; quiet when it
+// is gone or still in use.
+
+}  // namespace mrun::cgroup
