@@ -5,6 +5,6 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${MRUN_BUILD_DIR:-$repo/build}
 cd "$repo"
 if [ ! -f "$build/build.ninja" ]; then
-  meson setup "$build" >/dev/null
+  meson setup "$build" -Dwerror=true >/dev/null
 fi
 meson compile -C "$build"

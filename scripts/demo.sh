@@ -18,7 +18,9 @@ else
 fi
 
 bash scripts/install-deps.sh
-scripts/build.sh >/dev/null
+# The build's own progress lines: a first build takes minutes on two cores.
+echo "demo: building mrun (meson, ninja) under ${MRUN_BUILD_DIR:-build}/"
+scripts/build.sh
 
 if [ "$(id -u)" -eq 0 ]; then
   meson install -C "${MRUN_BUILD_DIR:-build}" --quiet
