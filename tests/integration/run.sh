@@ -56,10 +56,12 @@ install -m 0755 "$mrun_bin" "$probe_bin" "$stage/bin/"
 # mrun-gpu-helper: test_devices.py makes a setuid copy of it in a root-owned dir.
 [ -x "$build/helpers/mrun-gpu-helper" ] && install -m 0755 "$build/helpers/mrun-gpu-helper" "$stage/bin/"
 cp -r "$here" "$stage/integration"
+# test_readme.py runs the README's walk-throughs as written.
+cp "$repo/README.md" "$stage/README.md"
 # policy/ for test_isolation.py (mrun itself uses the copy compiled into it).
 cp -r "$repo/policy" "$stage/policy"
 rm -rf "$stage/integration/__pycache__"
-chmod -R a+rX "$stage/bin" "$stage/integration" "$stage/policy"
+chmod -R a+rX "$stage/bin" "$stage/integration" "$stage/policy" "$stage/README.md"
 mkdir -p "$results"
 
 path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
