@@ -292,4 +292,18 @@ SeccompProfile parse_seccomp_profile(const std::string& text, const std::string&
   return profile;
 }
 
+bool allows_execve(const SeccompProfile& profile) {
+  auto permits = [](SeccompAction a) {
+    return a == SeccompAction::allow || a == SeccompAction::log;
+  };
+  if (permits(profile.default_action)) return true;
+  for (const auto& rule : profile.syscalls) {
+    if (!permits(rule.action)) continue;
+    for (const auto& name : rule.names) {
+      if (name == "execve" || name == "execveat") return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace mrun::security

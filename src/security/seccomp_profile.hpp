@@ -62,6 +62,11 @@ struct SeccompProfile {
 // JSON, "seccomp profile ORIGIN: syscalls[3].action: ..." for a bad value.
 SeccompProfile parse_seccomp_profile(const std::string& text, const std::string& origin);
 
+// Whether a process under the profile can execve at all (the default action, or a rule
+// naming execve, allows or only logs it): one that cannot would fail the command's
+// exec with the error-reporting calls denied too, looking like a crash of the command.
+bool allows_execve(const SeccompProfile& profile);
+
 std::string to_string(SeccompAction action);
 // "EPERM" -> 1; nullopt if unknown.
 std::optional<std::uint32_t> errno_from_name(const std::string& name);

@@ -130,7 +130,14 @@ SecurityPlan prepare_security_plan(const SecurityOptions& options, uid_t contain
   if (plan.seccomp) {
     log.debug("seccomp: compiled program from the cache in " + cache_dir);
   } else {
-    plan.seccomp = compile_seccomp(parse_seccomp_profile(text, origin), target);
+    const SeccompProfile profile = parse_seccomp_profile(text, origin);
+    if (!allows_execve(profile)) {
+      throw Error("seccomp profile " + origin + " denies execve: no command could ever start",
+                  EPERM,
+                  "allow it in the profile, e.g. {\"names\": [\"execve\", \"execveat\"], "
+                  "\"action\": \"SCMP_ACT_ALLOW\"}");
+    }
+    plan.seccomp = compile_seccomp(profile, target);
     store_cached_seccomp(cache_dir, key, *plan.seccomp, log);
   }
   plan.seccomp_origin = origin;

@@ -1,5 +1,7 @@
 """Containment: the classic chroot escape must not reach the host root."""
 
+import os
+
 import pytest
 
 import mrunlib as M
@@ -29,3 +31,15 @@ def test_escape_probe_detects_an_escape():
         argv = [M.PROBE, "escape", M.host_root_id()]
     p = subprocess.run(argv, capture_output=True, text=True, timeout=10, cwd="/tmp")
     assert p.returncode == 1 and "escaped=yes" in p.stdout, (p.returncode, p.stdout, p.stderr)
+
+
+@pytest.mark.parametrize("action", ["SCMP_ACT_ERRNO", "SCMP_ACT_KILL"])
+def test_profile_denying_everything_is_a_clear_125(mrun, rootfs, tmp_path, name, action):
+    """A default action that denies execve: before, the container crashed (139) or
+    died of SIGSYS (159) with no word; now mrun says so before starting anything."""
+    profile = tmp_path / "deny.json"
+    profile.write_text('{"defaultAction": "%s"}' % action)
+    os.chmod(tmp_path, 0o755)
+    r = mrun("run", "--rm", "--name", name, "--network", "none", "--security-opt",
+             f"seccomp={profile}", rootfs, "/bin/true")
+    assert r.rc == 125 and "denies execve" in r.err and "SCMP_ACT_ALLOW" in r.err, r

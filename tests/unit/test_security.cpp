@@ -348,3 +348,16 @@ TEST_CASE("seccomp cache: reused only for the exact same key, never from a forei
   CHECK(load_cached_seccomp(dir, key, quiet));
   CHECK(std::system(("rm -rf " + std::string(tmpl)).c_str()) == 0);
 }
+
+TEST_CASE("profile: one that denies execve is known before any container starts", "[security]") {
+  auto parsed = [](const std::string& text) { return parse_seccomp_profile(text, "t.json"); };
+  REQUIRE_FALSE(allows_execve(parsed(R"({"defaultAction":"SCMP_ACT_ERRNO"})")));
+  REQUIRE_FALSE(allows_execve(parsed(R"({"defaultAction":"SCMP_ACT_KILL"})")));
+  REQUIRE_FALSE(allows_execve(parsed(
+      R"({"defaultAction":"SCMP_ACT_ERRNO","syscalls":[{"names":["execve"],"action":"SCMP_ACT_ERRNO"}]})")));
+  REQUIRE(allows_execve(parsed(R"({"defaultAction":"SCMP_ACT_ALLOW"})")));
+  REQUIRE(allows_execve(parsed(R"({"defaultAction":"SCMP_ACT_LOG"})")));
+  REQUIRE(allows_execve(parsed(
+      R"({"defaultAction":"SCMP_ACT_ERRNO","syscalls":[{"names":["read","execve"],"action":"SCMP_ACT_ALLOW"}]})")));
+  REQUIRE(allows_execve(parse_seccomp_profile(mrun::security::default_policy().profile_json, "d")));
+}
