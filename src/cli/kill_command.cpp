@@ -30,7 +30,7 @@ class KillCommand : public Command {
     auto ctx = runtime::make_context(global);
     runtime::StateStore store(ctx.state_root);
     auto state = store.read(name_);
-    if (!state) throw Error("no such container \"" + name_ + "\"", ENOENT, "see `mrun list`");
+    if (!state) throw Error("container does not exist: " + name_, ENOENT, "see `mrun list`");
     // As runc: a created container (held before exec) can be signalled too.
     auto status = runtime::effective_status(*state);
     if (status != runtime::Status::running && status != runtime::Status::created) {

@@ -96,6 +96,13 @@ int run_cli(int argc, char** argv) {
       continue;
     }
     if (!args[i].empty() && args[i][0] == '-') continue;
+    bool known = false;
+    for (auto& [sub, command] : registered) known = known || sub->check_name(args[i]);
+    if (!known) {
+      main_logger().error("unknown command \"" + args[i] +
+                          "\" (see mrun --help for the list: run, create, exec, ...)");
+      return exit_code::runtime_error;
+    }
     for (auto& [sub, command] : registered) {
       if (sub->check_name(args[i])) {
         std::vector<std::string> tail(args.begin() + static_cast<std::ptrdiff_t>(i) + 1,

@@ -46,7 +46,7 @@ class StatsCommand : public Command {
     runtime::StateStore store(ctx.state_root);
     auto state = store.read(name_);
     if (!state) {
-      throw Error("no container named \"" + name_ + "\"", ENOENT, "see `mrun list`");
+      throw Error("container does not exist: " + name_, ENOENT, "see `mrun list`");
     }
     if (runtime::effective_status(*state) != runtime::Status::running) {
       throw Error("container \"" + name_ + "\" is not running", 0,

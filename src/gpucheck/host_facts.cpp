@@ -249,7 +249,7 @@ ContainerFact inspect_container(const std::string& name, const std::string& stat
   runtime::StateStore store(state_root);
   auto state = store.read(name);
   if (!state)
-    throw Error("no container named \"" + name + "\" in " + state_root, 0,
+    throw Error("container does not exist: " + name + " (in " + state_root + ")", ENOENT,
                 "see `mrun list` (as the user that started it)");
   c.rootless = state->rootless;
   c.running = runtime::effective_status(*state) == runtime::Status::running;

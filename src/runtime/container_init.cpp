@@ -100,7 +100,13 @@ gid_t image_gid_of(const UserSpec& user) {
 }
 
 void prepare_workdir(const std::string& workdir) {
-  sys::make_dirs(workdir, 0755);
+  try {
+    sys::make_dirs(workdir, 0755);
+  } catch (const Error& e) {
+    throw Error("working directory " + workdir + " cannot be made in the container",
+                e.errno_value(),
+                "give a directory of the image with -w (process.cwd), or a path that can be one");
+  }
   if (::chdir(workdir.c_str()) != 0) throw_errno("change to working directory " + workdir);
   // CVE-2024-21626: a cwd such as /proc/self/fd/N reaches whatever that descriptor is.
   // None of mrun's should be a directory outside the root by now, but the check is what

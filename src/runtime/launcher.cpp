@@ -237,7 +237,7 @@ cgroup::Request cgroup_request(const ContainerConfig& config, const PrivilegeMod
 
 void check_inputs(const ContainerConfig& config) {
   if (!sys::is_dir(config.rootfs)) {
-    throw Error("rootfs " + config.rootfs + " is not a directory", ENOENT,
+    throw Error("rootfs " + config.rootfs + " is not a directory", ENOTDIR,
                 "give an existing rootfs directory, or omit it to use the built-in busybox rootfs");
   }
   for (const auto& v : config.volumes) {

@@ -163,3 +163,22 @@ def test_exit_is_fast(mrun, rootfs, name):
     r = mrun("run", "--rm", "--name", name, rootfs, "/bin/true")
     M.assert_rc(r)
     assert time.monotonic() - start < 3, f"mrun run /bin/true took {r.elapsed:.2f}s"
+
+
+def test_messages_name_the_object_and_the_fix(mrun, rootfs, tmp_path, name):
+    """The newcomer's first hour: each of these once named neither the option nor a fix."""
+    unknown = mrun("frobnicate")
+    assert unknown.rc == 125 and 'unknown command "frobnicate"' in unknown.err, unknown
+    workdir = mrun("run", "--rm", "--name", name, "--network", "none", "-w", "/etc/passwd",
+                   rootfs, "true")
+    assert workdir.rc == 125 and "working directory /etc/passwd" in workdir.err, workdir
+    assert "-w" in workdir.err, workdir
+    afile = tmp_path / "not-a-dir"
+    afile.write_text("")
+    notdir = mrun("run", "--rm", "--name", name, "--network", "none", str(afile), "true")
+    assert notdir.rc == 125 and "is not a directory" in notdir.err, notdir
+    assert "No such file" not in notdir.err, notdir
+    for verb in (["delete", "nosuch-x"], ["kill", "nosuch-x"], ["state", "nosuch-x"],
+                 ["stats", "nosuch-x"], ["exec", "nosuch-x", "true"]):
+        r = mrun(*verb)
+        assert r.rc == 125 and "container does not exist: nosuch-x" in r.err, (verb, r)

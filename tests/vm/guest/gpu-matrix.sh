@@ -183,7 +183,7 @@ expect_exit "doctor --container, rootful without --gpu: rung 24, libraries" 24 '
     "$M" gpu doctor --container doc-libs
 "$M" kill doc-libs KILL >/dev/null 2>&1; "$M" delete --force doc-libs >/dev/null 2>&1
 
-expect_exit "doctor, no container of that name: 125" 125 'no container named' "$M" gpu doctor --container nope
+expect_exit "doctor, no container of that name: 125" 125 'container does not exist' "$M" gpu doctor --container nope
 
 write_policy '/dev/fakegpu* user:nobody'
 expect_exit "doctor, policy does not allow the user: rung 13" 13 "fix: .*does not allow $user" \
