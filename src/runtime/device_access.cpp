@@ -125,7 +125,8 @@ std::string beyond_default_devices(const ContainerConfig& config) {
 }
 
 void DeviceAccess::check_before_start(const cgroup::Plan& plan) const {
-  if (privilege_.rootful && !plan.use && !cgroup::devices_v1_available()) {
+  if (privilege_.rootful && !plan.use && config_.cgroups == CgroupsMode::enabled &&
+      !cgroup::devices_v1_available()) {
     const std::string why = "no cgroup v2 leaf (" + plan.why_not +
                             ") and no cgroup v1 devices controller: nothing restricts which "
                             "device nodes container " +
@@ -142,7 +143,10 @@ void DeviceAccess::check_before_start(const cgroup::Plan& plan) const {
     }
   }
   if (config_.device_filter != DeviceFilterMode::required || plan.use) return;
-  if (privilege_.rootful && cgroup::devices_v1_available()) return;  // the v1 group does it
+  if (privilege_.rootful && config_.cgroups == CgroupsMode::enabled &&
+      cgroup::devices_v1_available()) {
+    return;  // the v1 devices group does it
+  }
   // Say what stops it first: a kernel that refuses the program, else the missing leaf.
   std::string reason = "no cgroup to attach it to (" + plan.why_not + ")";
   if (auto failure = cgroup::attach_device_filter({}, plan_filter_rules(config_, devices_))) {
@@ -154,7 +158,9 @@ void DeviceAccess::check_before_start(const cgroup::Plan& plan) const {
 
 std::optional<cgroup::DevicesV1Group> DeviceAccess::devices_v1_group(
     bool have_leaf, const std::string& unique) const {
-  if (have_leaf || !privilege_.rootful || config_.device_filter == DeviceFilterMode::off) {
+  // --cgroups disabled: no cgroup of any kind, as asked (the state says so).
+  if (have_leaf || !privilege_.rootful || config_.device_filter == DeviceFilterMode::off ||
+      config_.cgroups != CgroupsMode::enabled) {
     return std::nullopt;
   }
   return cgroup::DevicesV1Group::create(unique, plan_filter_rules(config_, devices_));
