@@ -327,6 +327,7 @@ DoctorFacts gather_doctor_facts(const std::string& container, const std::string&
   if (paths.empty()) paths = {"/dev/fakegpu0", "/dev/fakegpuctl"};
   f.helper = inspect_helper(helper_path(), user, paths);
   f.subuid = !userns::read_subid_file("/etc/subuid", user.name, user.uid).empty();
+  f.add_subids_command = userns::add_subids_command(user.name);
   f.subgid = !userns::read_subid_file("/etc/subgid", user.name, user.uid).empty();
   f.newuidmap = !sys::find_program("newuidmap").empty() && !sys::find_program("newgidmap").empty();
   if (!container.empty()) f.container = inspect_container(container, state_root, f.nodes);

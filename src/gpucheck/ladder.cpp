@@ -159,8 +159,7 @@ Rung subids_rung(const DoctorFacts& f) {
     r.detail = "not needed as root";
   } else if (!f.subuid || !f.subgid) {
     r.detail = std::string("no ") + (!f.subuid ? "/etc/subuid" : "/etc/subgid") + " entry for " +
-               f.user + ": `usermod --add-subuids 100000-165535 --add-subgids 100000-165535 " +
-               f.user + "`";
+               f.user + ": `" + f.add_subids_command + "`";
   } else if (!f.newuidmap) {
     r.detail = "newuidmap/newgidmap not installed: `apt-get install uidmap`";
   } else {

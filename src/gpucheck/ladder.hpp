@@ -60,6 +60,8 @@ struct DoctorFacts {
   std::vector<NodeFact> nodes;    // /dev/fakegpu* (ctl included)
   HelperFact helper;
   bool subuid = false, subgid = false;
+  // The fix for missing ranges, with a block free in both files (userns/subid.hpp).
+  std::string add_subids_command;
   bool newuidmap = false;
   std::optional<ContainerFact> container;
 };

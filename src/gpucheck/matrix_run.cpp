@@ -236,7 +236,7 @@ MatrixReport run_matrix(const MatrixOptions& options) {
   if (userns::read_subid_file("/etc/subuid", user.name, user.uid).empty() ||
       userns::read_subid_file("/etc/subgid", user.name, user.uid).empty())
     throw Error(user.name + " has no /etc/subuid or /etc/subgid entry", 0,
-                "usermod --add-subuids 100000-165535 --add-subgids 100000-165535 " + user.name);
+                userns::add_subids_command(user.name));
 
   HostFacts facts;
   facts.user = user.name;

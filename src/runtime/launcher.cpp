@@ -37,6 +37,7 @@
 #include "userns/apply_idmap.hpp"
 #include "userns/caller.hpp"
 #include "userns/idmap.hpp"
+#include "userns/subid.hpp"
 
 namespace mrun::runtime {
 
@@ -50,10 +51,8 @@ userns::IdMapPlan plan_ids(const ContainerConfig& config, const PrivilegeModel& 
   if (want_subordinate && plan.kind == userns::MapKind::single) {
     const std::string caller = userns::caller_name();
     ctx.log.warn("no subordinate ids for " + caller + " in " + ctx.subuid_file + " and " +
-                 ctx.subgid_file +
-                 ": only container root is mapped (add a range with "
-                 "`usermod --add-subuids 100000-165535 --add-subgids 100000-165535 " +
-                 caller + "`)");
+                 ctx.subgid_file + ": only container root is mapped (add a range with `" +
+                 userns::add_subids_command(caller) + "`)");
   }
   return plan;
 }

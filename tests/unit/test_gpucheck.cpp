@@ -302,8 +302,9 @@ TEST_CASE("doctor: each host rung stops the ladder with its fix") {
 
   f = healthy_user();
   f.subgid = false;
+  f.add_subids_command = "usermod --add-subuids 231072-296607 --add-subgids 231072-296607 alice";
   CHECK(failing(f) == doctor_exit::subids);
-  CHECK(fix_of(f).find("--add-subgids") != std::string::npos);
+  CHECK(fix_of(f).find("--add-subgids 231072-296607") != std::string::npos);
 
   f = healthy_user();
   f.uid = 0;

@@ -35,3 +35,19 @@ TEST_CASE("subid: another user's entries are not ours") {
   std::istringstream in("alicex:100000:65536\nalic:1:1\n10000:5:5\n");
   REQUIRE(parse_subid(in, "alice", 1000).empty());
 }
+
+TEST_CASE("a free subordinate range: the lowest aligned block no one has") {
+  using mrun::userns::free_subid_range;
+  using mrun::userns::SubIdRange;
+  REQUIRE(free_subid_range({}) == SubIdRange{100000, 65536});
+  REQUIRE(free_subid_range({{100000, 65536}}) == SubIdRange{165536, 65536});
+  // Overlapping the default block by one id is enough to move past it.
+  REQUIRE(free_subid_range({{165535, 10}}) == SubIdRange{231072, 65536});
+  REQUIRE(free_subid_range({{100000, 65536}, {165536, 65536}, {400000, 5}}) ==
+          SubIdRange{231072, 65536});
+  REQUIRE(free_subid_range({{0, 50000}}) == SubIdRange{100000, 65536});
+  std::istringstream file("alice:100000:65536\n# comment\nbob:165536:65536\nbad line\n");
+  auto all = mrun::userns::parse_all_subid(file);
+  REQUIRE(all.size() == 2);
+  REQUIRE(free_subid_range(all) == SubIdRange{231072, 65536});
+}
