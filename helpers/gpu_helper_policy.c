@@ -60,6 +60,28 @@ static int parse_who(const char* word, struct policy_who* who, char* err, size_t
   return set_err(err, errlen, "expected user:NAME, uid:N, group:NAME or gid:N");
 }
 
+/* max_filters_per_user N: the one setting, at most once. */
+static int parse_setting(const char* key, const char* p, const char* end, struct policy* out,
+                         char* err, size_t errlen) {
+  char word[POLICY_MAX_FIELD];
+  int too_long = 0;
+  unsigned long value;
+  if (strcmp(key, "max_filters_per_user") != 0) {
+    return set_err(err, errlen, "expected a device pattern under /dev/ or max_filters_per_user N");
+  }
+  if (out->max_filters_set) return set_err(err, errlen, "max_filters_per_user given twice");
+  if (!next_word(&p, end, word, sizeof word, &too_long) || parse_number(word, &value) != 0 ||
+      value > POLICY_MAX_FILTERS_BOUND) {
+    return set_err(err, errlen, "max_filters_per_user needs a number from 0 to 4096");
+  }
+  if (next_word(&p, end, word, sizeof word, &too_long) || too_long) {
+    return set_err(err, errlen, "max_filters_per_user takes one number");
+  }
+  out->max_filters_per_user = (int)value;
+  out->max_filters_set = 1;
+  return 0;
+}
+
 static int parse_line(const char* p, const char* end, struct policy* out, char* err,
                       size_t errlen) {
   char word[POLICY_MAX_FIELD];
@@ -67,6 +89,7 @@ static int parse_line(const char* p, const char* end, struct policy* out, char* 
   if (!next_word(&p, end, word, sizeof word, &too_long)) {
     return too_long ? set_err(err, errlen, "device pattern too long") : 0; /* blank line */
   }
+  if (word[0] != '/') return parse_setting(word, p, end, out, err, errlen);
   if (out->count >= POLICY_MAX_RULES) return set_err(err, errlen, "too many rules");
   struct policy_rule* rule = &out->rules[out->count];
   memset(rule, 0, sizeof *rule);
@@ -89,6 +112,7 @@ static int parse_line(const char* p, const char* end, struct policy* out, char* 
 
 int policy_parse(const char* text, size_t len, struct policy* out, char* err, size_t errlen) {
   memset(out, 0, sizeof *out);
+  out->max_filters_per_user = POLICY_DEFAULT_MAX_FILTERS;
   const char* p = text;
   const char* end = text + len;
   int line = 0;

@@ -7,7 +7,13 @@
  *
  * DEVICE-PATTERN is an absolute path under /dev/, matched with fnmatch(3) and
  * FNM_PATHNAME ('*' never crosses a '/'). WHO is user:NAME, uid:N, group:NAME or
- * gid:N; a group matches the caller's real gid or any supplementary group. */
+ * gid:N; a group matches the caller's real gid or any supplementary group.
+ *
+ * One setting, at most once:
+ *
+ *   max_filters_per_user N
+ *
+ * how many device filters (--filter) one uid may hold at a time, 0 to 4096; default 8. */
 #ifndef MRUN_GPU_HELPER_POLICY_H
 #define MRUN_GPU_HELPER_POLICY_H
 
@@ -21,6 +27,8 @@ extern "C" {
 #define POLICY_MAX_RULES 64
 #define POLICY_MAX_WHO 16
 #define POLICY_MAX_FIELD 256
+#define POLICY_DEFAULT_MAX_FILTERS 8
+#define POLICY_MAX_FILTERS_BOUND 4096
 
 enum policy_kind { POLICY_USER, POLICY_UID, POLICY_GROUP, POLICY_GID };
 
@@ -39,6 +47,8 @@ struct policy_rule {
 struct policy {
   struct policy_rule rules[POLICY_MAX_RULES];
   int count;
+  int max_filters_per_user; /* POLICY_DEFAULT_MAX_FILTERS unless the policy sets it */
+  int max_filters_set;
 };
 
 /* Parses LEN bytes of TEXT. Returns 0, or the 1-based number of the first bad line

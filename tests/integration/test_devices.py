@@ -8,6 +8,7 @@ The fakegpu driver itself is tested in the VM (tests/vm/guest/gpu.sh).
 """
 
 import contextlib
+import fcntl
 import json
 import os
 import pwd
@@ -31,7 +32,7 @@ POLICY = "/etc/mrun/gpu-helper.conf"
 # The helper's exit statuses (mrun-gpu-helper(8)).
 TOO_BIG, NOT_SETUID, POLICY_UNSAFE, POLICY_BAD, NOT_ALLOWED = 2, 3, 4, 5, 6
 DEVICE_PATH, NOT_CHAR, BLOCK, PROCESS, USERNS, MNTNS, TARGET = 7, 8, 9, 10, 11, 12, 13
-USAGE, CGROUP, ATTACHED = 1, 15, 16
+USAGE, CGROUP, ATTACHED, LIMITS, FILTER_LIMIT = 1, 15, 16, 18, 19
 
 rootful_setup = pytest.mark.skipif(
     not M.ROOTFUL, reason="needs root to set up (mknod into an image, a setuid copy, the "
@@ -369,7 +370,8 @@ def test_helper_refuses(world, helper, name, case):
 @rootful_setup
 @pytest.mark.parametrize("case", ["not setuid", "policy owned by the user",
                                   "policy writable by others", "no policy", "policy malformed",
-                                  "huge argv", "huge env", "too many arguments"])
+                                  "huge argv", "huge env", "too many arguments",
+                                  "bad max_filters_per_user"])
 def test_helper_refuses_setup_and_input(world, helper, user, name, case):
     dev = helper["dev"] + "/null0"
     args, env_extra, path = [os.getpid(), dev, "/dev/null0"], None, None
@@ -390,6 +392,9 @@ def test_helper_refuses_setup_and_input(world, helper, user, name, case):
     elif case == "policy malformed":
         helper["write_policy"](f"{helper['dev']}/* person:{USER}\n")
         status, words = POLICY_BAD, [":1:"]
+    elif case == "bad max_filters_per_user":
+        helper["write_policy"](f"{helper['dev']}/* user:{USER}\nmax_filters_per_user -1\n")
+        status, words = POLICY_BAD, [":2:", "max_filters_per_user"]
     elif case == "huge argv":
         args = [os.getpid(), dev, "/dev/" + "x" * 100000]
         status, words = TOO_BIG, ["longer than"]
@@ -432,6 +437,98 @@ def test_helper_refuses_processes(world, helper, case):
             p.wait()
 
 
+# ---- the helper under the caller's resource limits and signal state ---------------
+# A setuid program inherits them from its caller. Each case must either finish (and
+# say so with 0) or do nothing and say so with its own status (LIMITS): never a grant
+# reported as a failure, never a failure after a grant.
+
+def helper_mounts(pid):
+    """The mounts the helper made in the mount namespace of PID (its tmpfs's source)."""
+    with open(f"/proc/{pid}/mountinfo") as f:
+        return [line for line in f if " - tmpfs mrun-gpu-helper " in line]
+
+
+def sh_wrapper(script):
+    """argv words that run `sh -c SCRIPT` with the helper's argv as "$@"."""
+    return ["sh", "-c", script, "sh"]
+
+
+LIMIT_REFUSALS = {
+    # name: (wrapper argv before the helper's, words)
+    "RLIMIT_NOFILE 3 (no descriptor free)": (["prlimit", "--nofile=3:3"], ["RLIMIT_NOFILE"]),
+    "RLIMIT_NOFILE 6": (["prlimit", "--nofile=6:6"], ["RLIMIT_NOFILE", "hard limit 6"]),
+    "RLIMIT_NOFILE 10": (["prlimit", "--nofile=10:10"], ["RLIMIT_NOFILE"]),
+    "RLIMIT_FSIZE 0, stdout a file": (
+        sh_wrapper('exec prlimit --fsize=0 "$@" >"$HOME/report"'), ["RLIMIT_FSIZE"]),
+    "RLIMIT_FSIZE 0, SIGXFSZ ignored by the caller": (
+        sh_wrapper('trap "" XFSZ; exec prlimit --fsize=0 "$@" >"$HOME/report"'), ["RLIMIT_FSIZE"]),
+    "RLIMIT_STACK 64 KiB": (["prlimit", "--stack=65536:65536"], ["RLIMIT_STACK"]),
+    "RLIMIT_AS 32 MiB": (["prlimit", "--as=33554432:33554432"], ["RLIMIT_AS"]),
+    "RLIMIT_CPU 1 s": (["prlimit", "--cpu=1:1"], ["RLIMIT_CPU"]),
+    "RLIMIT_NPROC 1 (the walk's fork)": (["prlimit", "--nproc=1:1"], ["fork", "RLIMIT_NPROC"]),
+}
+
+
+@rootful_setup
+@pytest.mark.parametrize("case", sorted(LIMIT_REFUSALS))
+def test_helper_refuses_under_limits(world, helper, name, case):
+    """A hard limit below what the helper needs: LIMITS, before anything was done (no
+    mount in the container, the node still EACCES there)."""
+    wrapper, words = LIMIT_REFUSALS[case]
+    with user_container(world, helper, name) as c:
+        r = as_user(world, *wrapper, helper["path"], str(c["pid"]), helper["dev"] + "/null0",
+                    "/dev/null0")
+        assert_refused(r, LIMITS, words + ["nothing done"])
+        assert helper_mounts(c["pid"]) == [], "a refused grant left a mount"
+    assert c["after"].startswith("errno=EACCES"), f"nothing may be granted: {c}"
+
+
+@rootful_setup
+@pytest.mark.parametrize("case", ["soft RLIMIT_NOFILE 3, hard 64: raised",
+                                  "RLIMIT_NOFILE 32: enough", "RLIMIT_CPU 60 s: enough",
+                                  "descriptors 0, 1 and 2 closed",
+                                  "signals blocked and ignored by the caller"])
+def test_helper_grants_under_limits_it_can_live_with(world, helper, name, case):
+    wrapper = {
+        "soft RLIMIT_NOFILE 3, hard 64: raised": ["prlimit", "--nofile=3:64"],
+        "RLIMIT_NOFILE 32: enough": ["prlimit", "--nofile=32:32"],
+        "RLIMIT_CPU 60 s: enough": ["prlimit", "--cpu=60:60"],
+        # Its report and any message go nowhere; the status still says what happened.
+        "descriptors 0, 1 and 2 closed": sh_wrapper('exec "$@" <&- >&- 2>&-'),
+        # SIGCHLD ignored (it would auto-reap the walk's child), SIGCHLD and SIGALRM
+        # blocked, a SIGTERM left pending (it survives execve), an ITIMER_REAL armed.
+        "signals blocked and ignored by the caller": [
+            "python3", "-c", "import os, signal, sys; signal.signal(signal.SIGCHLD, signal.SIG_IGN); "
+            "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM, signal.SIGCHLD, "
+            "signal.SIGTERM}); os.kill(os.getpid(), signal.SIGTERM); "
+            "signal.setitimer(signal.ITIMER_REAL, 0.05); os.execv(sys.argv[1], sys.argv[1:])"],
+    }[case]
+    with user_container(world, helper, name) as c:
+        r = as_user(world, *wrapper, helper["path"], str(c["pid"]), helper["dev"] + "/null0",
+                    "/dev/null0")
+        assert r.returncode == 0, r
+        assert len(helper_mounts(c["pid"])) == 1, "expected the node's mount"
+    assert c["after"].strip() == "ok", c
+
+
+@rootful_setup
+def test_helper_grant_is_not_undone_by_a_closed_stdout(world, helper, name):
+    """The report goes to a pipe nobody reads: the write fails with EPIPE (SIGPIPE is
+    ignored), the grant stands and the status is 0, not a death by SIGPIPE."""
+    with user_container(world, helper, name) as c:
+        rfd, wfd = os.pipe()
+        os.close(rfd)
+        env = ["HOME=" + world["home"], "PATH=" + M.DEFAULT_PATH, "LANG=C.UTF-8"]
+        r = subprocess.run(["runuser", "-u", USER, "--", "env", "-i", *env, helper["path"],
+                            str(c["pid"]), helper["dev"] + "/null0", "/dev/null0"],
+                           stdin=subprocess.DEVNULL, stdout=wfd, stderr=subprocess.PIPE,
+                           text=True, timeout=M.TIMEOUT)
+        os.close(wfd)
+        assert r.returncode == 0, r
+        assert len(helper_mounts(c["pid"])) == 1
+    assert c["after"].strip() == "ok", c
+
+
 # ---- the device cgroup filter (--device-filter, mrun-gpu-helper --filter) ----------
 
 NO_DRIVER = "errno=other (No such device or address)"  # ENXIO, as mrun-probe prints it
@@ -443,7 +540,8 @@ def test_device_filter_required_fails_cleanly(mrun, rootfs, name):
     r = mrun("run", "--rm", "--name", name, "--network", "none", "--device-filter", "required",
              "--device", "/dev/null", rootfs, "true")
     if M.ROOTFUL and r.rc == 0:
-        pytest.skip("the rootful container got a cgroup leaf and its filter here")
+        pytest.skip("the rootful container got its device restriction here (a cgroup v2 leaf "
+                    "with the filter, or the v1 devices controller)")
     words = ["device filter for container " + name]
     if not M.ROOTFUL:
         words += ["BPF_PROG_LOAD: EPERM", "unprivileged_bpf_disabled"]
@@ -573,3 +671,141 @@ def test_helper_filter_refuses_the_root_cgroup(world, helper, name):
     with user_container(world, helper, name, node="nodev0", before=NO_DRIVER) as c:
         r = run_helper(world, helper, "--filter", c["pid"])
         assert_refused(r, CGROUP, ["root cgroup"])
+
+
+@rootful_setup
+@pytest.mark.parametrize("case", ["RLIMIT_NOFILE 6", "RLIMIT_FSIZE 0, stdout a file"])
+def test_helper_filter_refuses_under_limits(world, helper, user, name, case):
+    wrapper = {"RLIMIT_NOFILE 6": ["prlimit", "--nofile=6:6"],
+               "RLIMIT_FSIZE 0, stdout a file": sh_wrapper(
+                   'exec prlimit --fsize=0 "$@" >"$HOME/report"')}[case]
+    with user_container(world, helper, name, node="nodev0", before=NO_DRIVER) as c:
+        with moved_to_cgroup(c["pid"], user.pw_uid):
+            r = as_user(world, *wrapper, helper["path"], "--filter", str(c["pid"]))
+            assert_refused(r, LIMITS, ["RLIMIT_", "nothing done"])
+            open(world["x"] + "/go", "w").close()
+            assert M.wait_until(lambda: os.path.exists(world["x"] + "/after"), 20)
+            time.sleep(0.2)
+    assert c["after"].startswith(NO_DRIVER), f"no filter may be attached: {c}"
+
+
+@contextlib.contextmanager
+def user_processes_in_cgroups(world, user, count):
+    """COUNT processes of USER, each in a user and mount namespace of its own (as a
+    rootless container's) and in a fresh cgroup owned by USER: [(pid, cgroup, Popen)]."""
+    root = cgroup2_root()
+    procs, paths = [], []
+    try:
+        for i in range(count):
+            path = os.path.join(root, f"mrun-it-bound-{os.getpid()}-{i}")
+            os.mkdir(path)
+            paths.append(path)
+            os.chown(path, user.pw_uid, -1)
+            p = as_user(world, "unshare", "-Urm", "sleep", "120", popen=True)
+            procs.append((None, path, p))
+            # runuser forks; the user's process is its child.
+            assert M.wait_until(lambda: any(pr.ppid == p.pid and pr.comm == "sleep"
+                                            for pr in M.list_procs().values()), 10)
+            pid = next(pr.pid for pr in M.list_procs().values()
+                       if pr.ppid == p.pid and pr.comm == "sleep")
+            with open(path + "/cgroup.procs", "w") as f:
+                f.write(str(pid))
+            procs[-1] = (pid, path, p)
+        yield procs
+    finally:
+        for _, _, p in procs:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, 9)
+            p.wait()
+        for path in paths:
+            assert M.wait_until(lambda: not _rmdir_failed(path), 10), f"could not remove {path}"
+
+
+def filter_until_not_bounded(world, helper, pid, timeout=10):
+    """--filter on PID, retried while the bound refuses it: a removed cgroup's program
+    is freed by the kernel shortly after, not at once."""
+    deadline = time.monotonic() + timeout
+    while True:
+        r = run_helper(world, helper, "--filter", pid)
+        if r.returncode != FILTER_LIMIT or time.monotonic() > deadline:
+            return r
+        time.sleep(0.2)
+
+
+@rootful_setup
+@pytest.mark.parametrize("bound", [None, 2], ids=["default 8", "max_filters_per_user 2"])
+def test_helper_filter_bound_per_user(world, helper, user, bound):
+    """One user cannot make root load a program for every cgroup it owns: beyond
+    max_filters_per_user (default 8) --filter is refused, counted from the programs the
+    kernel holds for that uid; removing a cgroup frees its program and makes room."""
+    if bound is not None:
+        helper["write_policy"](f"{helper['dev']}/* user:{USER}\nmax_filters_per_user {bound}\n")
+    limit = bound or 8
+    with user_processes_in_cgroups(world, user, limit + 1) as procs:
+        # Programs of earlier tests' removed cgroups may still be being freed.
+        r = filter_until_not_bounded(world, helper, procs[0][0])
+        assert r.returncode == 0, r
+        for pid, _, _ in procs[1:limit]:
+            r = run_helper(world, helper, "--filter", pid)
+            assert r.returncode == 0, r
+        r = run_helper(world, helper, "--filter", procs[limit][0])
+        assert_refused(r, FILTER_LIMIT, [f"holds {limit} device filters", "max_filters_per_user"])
+        # Nothing was attached there: a second try is not ATTACHED but bounded again.
+        r = run_helper(world, helper, "--filter", procs[limit][0])
+        assert r.returncode == FILTER_LIMIT, r
+        # The first container goes away with its cgroup: its program is freed.
+        _, path0, p0 = procs[0]
+        os.killpg(p0.pid, 9)
+        p0.wait()
+        assert M.wait_until(lambda: not _rmdir_failed(path0), 10)
+        r = filter_until_not_bounded(world, helper, procs[limit][0])
+        assert r.returncode == 0, r
+
+
+@rootful_setup
+def test_helper_filter_bound_zero_turns_it_off(world, helper, user):
+    helper["write_policy"](f"{helper['dev']}/* user:{USER}\nmax_filters_per_user 0\n")
+    with user_processes_in_cgroups(world, user, 1) as procs:
+        r = run_helper(world, helper, "--filter", procs[0][0])
+        assert_refused(r, FILTER_LIMIT, ["max_filters_per_user 0"])
+
+
+CAP_NET_ADMIN, CAP_SYS_ADMIN, CAP_PERFMON, CAP_BPF = 12, 21, 38, 39
+
+
+@rootful_setup
+def test_helper_filter_holds_only_its_capabilities(world, helper, user):
+    """Least privilege, seen from outside: held at its per-user lock (root holds it
+    here), the helper has nothing effective, only CAP_BPF, CAP_PERFMON, CAP_NET_ADMIN
+    and CAP_SYS_ADMIN permitted, nothing inheritable or ambient; its effective uid and fsuid
+    are the caller's, only the saved uid root's."""
+    lockdir = "/run/mrun-gpu-helper"
+    if not os.path.isdir(lockdir):
+        os.mkdir(lockdir, 0o700)
+    lock = os.open(f"{lockdir}/filters-{user.pw_uid}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        with user_processes_in_cgroups(world, user, 1) as procs:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            p = as_user(world, helper["path"], "--filter", str(procs[0][0]), popen=True)
+            try:
+                def waiting():
+                    return next((pr.pid for pr in M.list_procs().values()
+                                 if pr.comm == "mrun-gpu-helper"[:15] and pr.uid == user.pw_uid
+                                 and open("/proc/locks").read().count("->") > 0), None)
+                assert M.wait_until(lambda: waiting() is not None, 10), "the helper never waited"
+                with open(f"/proc/{waiting()}/status") as f:
+                    status = dict(line.split(":\t", 1) for line in f.read().splitlines())
+                assert int(status["CapEff"], 16) == 0, status
+                assert int(status["CapPrm"], 16) == (1 << CAP_BPF | 1 << CAP_PERFMON
+                                                     | 1 << CAP_NET_ADMIN
+                                                     | 1 << CAP_SYS_ADMIN), status
+                assert int(status["CapInh"], 16) == 0 and int(status["CapAmb"], 16) == 0, status
+                real, effective, saved, fs = map(int, status["Uid"].split())
+                assert (real, effective, saved, fs) == (user.pw_uid, user.pw_uid, 0,
+                                                        user.pw_uid), status
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+                out, err = p.communicate(timeout=30)
+            assert p.returncode == 0, (out, err)
+    finally:
+        os.close(lock)

@@ -186,6 +186,33 @@ TEST_CASE("helper policy: malformed lines are refused with their line number") {
   REQUIRE(Parsed(many).line == POLICY_MAX_RULES + 1);
 }
 
+TEST_CASE("helper policy: max_filters_per_user, default 8, one number, at most once") {
+  Parsed unset("/dev/x uid:1\n");
+  REQUIRE(unset.line == 0);
+  REQUIRE(unset.p.max_filters_per_user == POLICY_DEFAULT_MAX_FILTERS);
+  REQUIRE(POLICY_DEFAULT_MAX_FILTERS == 8);
+  Parsed set("max_filters_per_user 2  # fewer\n/dev/x uid:1\n");
+  REQUIRE(set.line == 0);
+  REQUIRE(set.p.max_filters_per_user == 2);
+  REQUIRE(set.p.count == 1);
+  REQUIRE(Parsed("max_filters_per_user 0\n").p.max_filters_per_user == 0);
+  REQUIRE(Parsed("max_filters_per_user 4096\n").p.max_filters_per_user == 4096);
+  struct Case {
+    const char* text;
+    int line;
+  };
+  for (auto c : {Case{"max_filters_per_user\n", 1}, Case{"max_filters_per_user -1\n", 1},
+                 Case{"max_filters_per_user 4097\n", 1}, Case{"max_filters_per_user x\n", 1},
+                 Case{"max_filters_per_user 2 3\n", 1},
+                 Case{"/dev/x uid:1\nmax_filters_per_user 2\nmax_filters_per_user 3\n", 3},
+                 Case{"max_filters 2\n", 1}}) {
+    INFO(c.text);
+    Parsed bad(c.text);
+    REQUIRE(bad.line == c.line);
+    REQUIRE(std::strlen(bad.err) > 0);
+  }
+}
+
 TEST_CASE("helper policy: matching by user, uid, group (real or supplementary) and gid") {
   Parsed parsed(
       "/dev/fakegpu[0-9]* group:fakegpu\n/dev/fakegpuctl user:alice\n/dev/null0 uid:1001\n"

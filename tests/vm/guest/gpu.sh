@@ -10,7 +10,9 @@
 # rootless as mrun-test with the udev rule's root:fakegpu 0660 nodes: EACCES
 # without --keep-groups, passes with it, RESET EPERM; root:root 0600 nodes:
 # EACCES rootless, and mrun-gpu-helper (setuid copy, policy allowing mrun-test)
-# makes them usable. Prints TAP and copies it to $MRUN_VM_OUT/vm-gpu.tap.
+# makes them usable; under a caller's too small resource limit it refuses (18) with
+# nothing mounted, and --filter stops at max_filters_per_user (19). Prints TAP and
+# copies it to $MRUN_VM_OUT/vm-gpu.tap.
 set -u
 
 ko='' mrun='' helper='' gpu_dir=''
@@ -183,6 +185,16 @@ else
     expect_exit "helper refuses a device the policy does not name (/dev/null)" 6 'not allowed' \
         as_user "$H" "$pid" /dev/null /dev/fakegpu0
     expect_exit "helper refuses a copy without the setuid bit" 3 'setuid root' as_user "$stage"/mrun-gpu-helper-plain "$pid" /dev/fakegpu0
+    # The caller's resource limits: a hard limit below what the helper needs is its own
+    # status (18) before anything is done, never a grant reported as a failure.
+    expect_exit "helper under RLIMIT_NOFILE 6: refused (18), nothing done" 18 'RLIMIT_NOFILE.*nothing done' \
+        as_user prlimit --nofile=6:6 "$H" "$pid" /dev/fakegpu0
+    # shellcheck disable=SC2016
+    expect_exit "helper under RLIMIT_FSIZE 0, report to a file: refused (18), not killed by SIGXFSZ" 18 \
+        'RLIMIT_FSIZE.*nothing done' as_user sh -c 'exec prlimit --fsize=0 "$@" >"$HOME/report"' sh \
+        "$H" "$pid" /dev/fakegpu0
+    check "no helper mount in the container after the refusals" \
+        test "$(grep -c ' - tmpfs mrun-gpu-helper ' "/proc/$pid/mountinfo")" = 0
     expect_exit "helper: /dev/fakegpu0 into the container" 0 'fakegpu0 .* -> /dev/fakegpu0' \
         as_user "$H" "$pid" /dev/fakegpu0
     expect_exit "helper: /dev/fakegpuctl into the container" 0 'fakegpuctl' as_user "$H" "$pid" /dev/fakegpuctl
@@ -232,6 +244,22 @@ mkdir -p "$deleg/shell" && chown "$user" "$deleg" "$deleg/cgroup.procs" \
 # shellcheck disable=SC2016
 in_deleg() { sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$deleg/shell" runuser -u "$user" -- \
     env -i PATH=$path HOME=$stage/home LANG=C.UTF-8 MRUN_FAKEGPU_LIBDIR="$stage/gpu" "$@"; }
+# sleeper_in CGROUP: a process of $user in a user and mount namespace of its own (as a
+# rootless container's) in CGROUP, made and given to $user; prints its pid.
+sleeper_in() {
+    mkdir -p "$1" && chown "$user" "$1"
+    # shellcheck disable=SC2016
+    sh -c 'echo $$ >"$0/cgroup.procs" && exec runuser -u "$1" -- unshare -Urm sleep 120' "$1" "$user" \
+        >/dev/null 2>&1 &
+    local _ p
+    for _ in $(seq 100); do
+        while read -r p; do
+            [[ $(cat "/proc/$p/comm" 2>/dev/null) == sleep ]] && { echo "$p"; return 0; }
+        done <"$1/cgroup.procs"
+        sleep 0.1
+    done
+    return 1
+}
 expect_exit "rootless, delegated, no helper: --device-filter required is 125 BPF_PROG_LOAD EPERM" 125 \
     'device filter for container .*BPF_PROG_LOAD: EPERM' in_deleg MRUN_GPU_HELPER=/nonexistent "$M" \
     run --rm --network none --device-filter required --gpu 0 "$R" true
@@ -262,6 +290,16 @@ else
         as_user "$H" --filter "$pid" /dev/null
     expect_exit "helper --filter refuses a copy without the setuid bit" 3 'setuid root' \
         as_user "$stage"/mrun-gpu-helper-plain --filter "$pid"
+    # One program per cgroup, and at most max_filters_per_user per uid, counted in the
+    # kernel: rlf's filter is one; a second cgroup of the user's is within 2, a third not.
+    printf 'max_filters_per_user 2\n' >>/etc/mrun/gpu-helper.conf
+    s1=$(sleeper_in "$deleg/bound-1") s2=$(sleeper_in "$deleg/bound-2")
+    expect_exit "helper --filter on a second cgroup of the user: within max_filters_per_user 2" 0 \
+        'attached .*2 of 2' as_user "$H" --filter "$s1"
+    expect_exit "helper --filter on a third cgroup: refused beyond max_filters_per_user (19)" 19 \
+        'holds 2 device filters already' as_user "$H" --filter "$s2"
+    kill -9 "$s1" "$s2" 2>/dev/null
+    sed -i '/^max_filters_per_user/d' /etc/mrun/gpu-helper.conf
     touch "$stage"/x/go
     wait "$container"
     rc=$?
