@@ -278,8 +278,19 @@ cp "$here/guest/stage2.sh" "$ctl/stage2.sh"
         printf 'export %s=%q\n' "$name" "${!name}"
     done < <(compgen -e)
 } >"$ctl/env"
-# The caller's cwd is visible through the host root, except under the
-# guest's own /tmp and /run tmpfs: fall back to the raw host root there.
+# Paths the guest's own /tmp and /run tmpfs would hide (a checkout under /tmp, a
+# build dir there): stage2 lays each back at its own path, as a writable overlay
+# of the host's copy, so scripts that name absolute paths work wherever the
+# checkout is.
+{
+    for p in "$repo" "$PWD" "${MRUN_BUILD_DIR:-}" "${MRUN_RESULTS_DIR:-}"; do
+        case $p in
+            /tmp/* | /run/*) [[ $p == /run/mrun-vm* ]] || printf '%s\n' "$p" ;;
+        esac
+    done
+} | sort -u >"$ctl/keep-paths"
+# The caller's cwd is visible through the host root (and the kept paths); the
+# raw host root is the fallback.
 {
     printf 'cd -- %q 2>/dev/null || cd -- %q || { echo "%s: cwd %q is not visible in the guest" >&2; exit %d; }\n' \
         "$PWD" "/run/mrun-vm/hostroot$PWD" "$PROG" "$PWD" "$E_HARNESS"

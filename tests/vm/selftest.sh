@@ -180,6 +180,23 @@ fail_files() { [[ $(cat "$work/fail/exit-code") == 42 ]] && grep -qx "failing on
 result "$(ok_if fail_files)" "its exit code is in \$OUT/exit-code and its output on stdout" \
     "exit-code: $(cat "$work/fail/exit-code" 2>&1)" "stdout: $(cat "$work/fail.stdout")"
 
+# ---------------------------------------------------------------- /tmp
+# A checkout under the host's /tmp (which the guest hides under its own tmpfs):
+# a script there, named by its absolute path from a cwd there, runs in the guest
+# and may write beside itself without reaching the host.
+tmpdir=$(mktemp -d /tmp/mrun-vm-selftest.XXXXXX)
+printf '#!/bin/sh\necho "ran $0 in $(pwd)"; echo guest >"$(dirname "$0")/written"; cat "$(dirname "$0")/written"\n' \
+    >"$tmpdir/script.sh"
+chmod 0755 "$tmpdir" "$tmpdir/script.sh"
+(cd "$tmpdir" && vm tmp --timeout 120 -- "$tmpdir/script.sh")
+tmp_ran() {
+    [[ $(rc_of tmp) == 0 ]] && grep -qx "ran $tmpdir/script.sh in $tmpdir" "$work/tmp.stdout" &&
+        grep -qx guest "$work/tmp.stdout" && [[ ! -e $tmpdir/written ]]
+}
+result "$(ok_if tmp_ran)" "a script under the host's /tmp runs at its own path in the guest (a checkout anywhere works)" \
+    "exit $(rc_of tmp)" "$(cat "$work/tmp.stdout")" "$(tail -n 5 "$work/tmp.stderr")"
+rm -rf "$tmpdir"
+
 # ---------------------------------------------------------------- warn
 # Root may write to the kernel log: the same text a WARN_ON() splat starts
 # with, which the harness must treat as a failure although the command passed.

@@ -39,6 +39,23 @@ echo "$osrelease $kversion" >"$OUT/kernel-version" || {
     shutdown_now
 }
 
+# Host paths under /tmp and /run that the guest's tmpfs hides (the host listed
+# them in ctl/keep-paths): each becomes an overlay of the host's copy (through
+# the raw host root) with a tmpfs upper, at its own path. Longest last, so a
+# path inside another one lands on top of it.
+keep_n=0
+if [[ -r $CTL/keep-paths ]]; then
+    while IFS= read -r keep; do
+        [[ -n $keep && -d /run/mrun-vm/hostroot$keep ]] || continue
+        keep_n=$((keep_n + 1))
+        layer=/run/mrun-vm/keep/$keep_n
+        "$BB" mkdir -p "$layer/upper" "$layer/work" "$keep"
+        "$BB" mount -t overlay overlay \
+            -o "lowerdir=/run/mrun-vm/hostroot$keep,upperdir=$layer/upper,workdir=$layer/work" \
+            "$keep" || log "cannot lay $keep back over the guest's tmpfs"
+    done < <("$BB" awk '{ print length($0) "\t" $0 }' "$CTL/keep-paths" | "$BB" sort -n | "$BB" cut -f2-)
+fi
+
 rc=125
 if [[ -r $CTL/cmd.sh && -r $CTL/env ]]; then
     # A subshell with a clean environment (PID 1 inherited the kernel's):
