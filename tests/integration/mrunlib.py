@@ -46,6 +46,9 @@ def base_env(**extra):
         "LANG": "C.UTF-8",
         "TERM": "dumb-host-term",
         HOST_ONLY_VAR: "1",
+        # Never the helper an install put in <libexecdir> (scripts/demo.sh does): a test
+        # that wants one names its own copy.
+        "MRUN_GPU_HELPER": "/nonexistent/tests-use-no-installed-mrun-gpu-helper",
     }
     for key in ("XDG_RUNTIME_DIR", "XDG_DATA_HOME"):
         if os.environ.get(key):

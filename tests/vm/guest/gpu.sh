@@ -40,7 +40,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/tap-lib.sh"
 finish() { tap_finish; }
 
 path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-as_user() { runuser -u "$user" -- env -i PATH=$path HOME=$stage/home LANG=C.UTF-8 "$@"; }
+# MRUN_GPU_HELPER: never the helper `meson install` (scripts/demo.sh) put in
+# <libexecdir>; a case that wants one names $H after this (env's last one wins).
+no_installed_helper=MRUN_GPU_HELPER=/nonexistent/tests-use-no-installed-mrun-gpu-helper
+as_user() { runuser -u "$user" -- env -i PATH=$path HOME=$stage/home LANG=C.UTF-8 "$no_installed_helper" "$@"; }
 M=$stage/bin/mrun
 R=$stage/rootfs
 # The container's libc for the dynamic client: the guest's own, read-only.
@@ -243,7 +246,7 @@ mkdir -p "$deleg/shell" && chown "$user" "$deleg" "$deleg/cgroup.procs" \
     "$deleg/cgroup.subtree_control" "$deleg/cgroup.threads" && chown -R "$user" "$deleg/shell"
 # shellcheck disable=SC2016
 in_deleg() { sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$deleg/shell" runuser -u "$user" -- \
-    env -i PATH=$path HOME=$stage/home LANG=C.UTF-8 MRUN_FAKEGPU_LIBDIR="$stage/gpu" "$@"; }
+    env -i PATH=$path HOME=$stage/home LANG=C.UTF-8 "$no_installed_helper" MRUN_FAKEGPU_LIBDIR="$stage/gpu" "$@"; }
 # sleeper_in CGROUP: a process of $user in a user and mount namespace of its own (as a
 # rootless container's) in CGROUP, made and given to $user; prints its pid.
 sleeper_in() {
