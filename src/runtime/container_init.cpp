@@ -17,6 +17,7 @@
 #include "base/error.hpp"
 #include "base/strings.hpp"
 #include "mount/mount_apply.hpp"
+#include "runtime/exec_failure.hpp"
 #include "runtime/hooks.hpp"
 #include "runtime/image_user.hpp"
 #include "runtime/reaper.hpp"
@@ -252,6 +253,9 @@ void join_new_keyring(const LaunchSpec& spec) {
   ::execve(path.c_str(), argv.data(), envp.data());
   int err = errno;
   int status = (err == ENOENT) ? exit_code::not_found : exit_code::cannot_execute;
+  std::string why = err == ENOENT ? missing_interpreter(path) : std::string();
+  if (!why.empty())
+    throw Error("execute " + args.front() + " (" + path + "): " + why, err, {}, status);
   throw Error("execute " + args.front() + " (" + path + ")", err, {}, status);
 }
 

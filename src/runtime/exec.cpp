@@ -17,6 +17,7 @@
 #include "mount/devices.hpp"
 #include "runtime/cloned_binary.hpp"
 #include "runtime/container_init.hpp"
+#include "runtime/exec_failure.hpp"
 #include "runtime/image_user.hpp"
 #include "runtime/supervise.hpp"
 #include "runtime/sync_channel.hpp"
@@ -204,8 +205,10 @@ Joined namespaces_to_join(pid_t pid) {
   security::load_seccomp_last(plan);
   ::execve(path.c_str(), argv.data(), envp.data());
   int err = errno;
-  throw Error("execute " + request.args.front() + " (" + path + ")", err, {},
-              err == ENOENT ? exit_code::not_found : exit_code::cannot_execute);
+  std::string why = err == ENOENT ? missing_interpreter(path) : std::string();
+  throw Error(
+      "execute " + request.args.front() + " (" + path + ")" + (why.empty() ? "" : ": " + why), err,
+      {}, err == ENOENT ? exit_code::not_found : exit_code::cannot_execute);
 }
 
 [[noreturn]] void report(const SyncChannel& sync, const Error& e) {

@@ -55,7 +55,7 @@ void require_leaf(const ContainerState& state, const std::string& verb) {
                     ": it has no cgroup v2 leaf, and the freezer (cgroup.freeze) needs one",
                 0,
                 "run it where mrun can make a cgroup: as root on a cgroup v2 host, or rootless "
-                "with a delegated subtree (see mrun(1), CGROUPS)");
+                "with a delegated subtree (see mrun-run(1), RESOURCE LIMITS)");
   }
 }
 }  // namespace

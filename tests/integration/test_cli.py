@@ -182,3 +182,18 @@ def test_messages_name_the_object_and_the_fix(mrun, rootfs, tmp_path, name):
                  ["stats", "nosuch-x"], ["exec", "nosuch-x", "true"]):
         r = mrun(*verb)
         assert r.rc == 125 and "container does not exist: nosuch-x" in r.err, (verb, r)
+
+
+def test_missing_elf_or_script_interpreter_is_named(mrun, rootfs, tmp_path, name):
+    """A dynamically linked host program in the busybox image: execve says ENOENT for
+    a file that is there; the message names the missing loader instead."""
+    dynamic = "/bin/true"  # Debian's coreutils: dynamically linked
+    r = mrun("run", "--rm", "--name", name, "--network", "none", "-v", f"{dynamic}:/dyn:ro",
+             rootfs, "/dyn")
+    assert r.rc == 127 and "ELF interpreter /lib64/ld-linux-x86-64.so.2" in r.err, r
+    script = tmp_path / "script"
+    script.write_text("#!/usr/bin/no-such-interpreter\n")
+    os.chmod(script, 0o755)
+    os.chmod(tmp_path, 0o755)
+    s = mrun("run", "--rm", "--name", name, "--network", "none", "-v", f"{script}:/s:ro", rootfs, "/s")
+    assert s.rc == 127 and "interpreter /usr/bin/no-such-interpreter (the #! line)" in s.err, s
