@@ -319,6 +319,16 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   const cgroup::Request cgroup_req = cgroup_request(config, privilege);
   const cgroup::Plan cgroup_plan = cgroup::plan_cgroup(cgroup_req);
   if (!cgroup_plan.use) ctx.log.debug("no cgroup: " + cgroup_plan.why_not);
+  // mrun run --cgroup-parent asks for a place: not honouring it is an error, not a
+  // silence (an engine's cgroupsPath without limits stays best effort, as before).
+  if (!cgroup_plan.use && !config.cgroup_parent.empty() && config.bundle.empty() &&
+      config.cgroups == CgroupsMode::enabled) {
+    throw Error("--cgroup-parent " + config.cgroup_parent +
+                    ": the container can get no cgroup here (" + cgroup_plan.why_not + ")",
+                0,
+                "drop --cgroup-parent, or run where mrun can make a cgroup v2 leaf (see "
+                "mrun-run(1), RESOURCE LIMITS)");
+  }
   // --device and --gpu nodes, looked at once: a missing node fails here, and the device
   // filter needs their numbers. --device-filter=required that cannot be met fails here.
   mount::DeviceMounts device_mounts =

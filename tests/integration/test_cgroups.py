@@ -155,3 +155,14 @@ def test_stats_json(mrun, rootfs, name):
         assert stats["memory_max"] == 64 << 20 and stats["pids_current"] >= 1, stats
     finally:
         mrun("delete", "-f", name)
+
+
+def test_cgroup_parent_that_cannot_be_honoured_is_an_error(mrun, rootfs, name):
+    """Without a usable cgroup v2 subtree, --cgroup-parent was silently ignored."""
+    probe = mrun("run", "--rm", "--name", name, "--network", "none", "--debug", rootfs, "true")
+    if "no cgroup:" not in probe.err:
+        pytest.skip("the container gets a cgroup here: --cgroup-parent is honoured")
+    r = mrun("run", "--rm", "--name", name, "--network", "none", "--cgroup-parent", "/mrun-it",
+             rootfs, "true")
+    assert r.rc == 125 and "--cgroup-parent /mrun-it" in r.err and "no cgroup" in r.err, r
+    assert not M.state_paths_of(name, M.state_dir()), "state left behind"
