@@ -19,7 +19,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=tests/vm/suite-lib.sh
 source "$here/suite-lib.sh"
 [[ ${1:-} == -h || ${1:-} == --help ]] && { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0; }
-SUITE_TIMEOUT=240 suite_init cgroup "$@"
+SUITE_TIMEOUT=360 suite_init cgroup "$@"
 ((${#SUITE_ARGS[@]} == 0)) || { echo "cgroup-suite: unknown option ${SUITE_ARGS[0]}" >&2; exit 2; }
 
 # ---------------------------------------------------------------- prerequisites

@@ -126,6 +126,16 @@ suite() {
     else
         not_ok "$who: --memory 100M: hog 200 is OOM-killed near 100 MB with exit 137" "exit $rc, last 'touched' $last" "$(tail -n 5 <<<"$output")"
     fi
+    # The same with fuse-overlayfs serving the rootfs (the fallback where native
+    # overlay is refused): the daemon stays outside the leaf, the OOM path is the same.
+    output=$("$runner" "$M" run --rm --name "$name-fuse" --network none --overlay fuse --memory 100M \
+        "$ROOTFS" /bin/hog 200 2>&1)
+    rc=$?
+    if [[ $rc == 137 ]] && grep -q "OOM killer" <<<"$output" && ! grep -q '^done' <<<"$output"; then
+        ok "$who: --overlay fuse --memory 100M: OOM-killed, exit 137, mrun says so"
+    else
+        not_ok "$who: --overlay fuse --memory 100M: OOM-killed with exit 137" "exit $rc" "$(tail -n 5 <<<"$output")"
+    fi
     kills_after=$(oom_kills "$parent")
     if ((kills_after > kills_before)); then
         ok "$who: oom_kill counted in memory.events ($kills_before -> $kills_after in $parent)"
