@@ -6,6 +6,7 @@
 // to mrun's own (name exit_code command finished overlay rootless).
 #include <pwd.h>
 #include <unistd.h>
+#include <algorithm>
 
 #include <cstdio>
 #include <iostream>
@@ -68,8 +69,10 @@ class ListCommand : public Command {
       for (const auto& s : states) std::cout << s.name << "\n";
       return 0;
     }
-    std::printf("%-20s %-8s %-10s %-20s %-22s %-10s %s\n", "ID", "PID", "STATUS", "BUNDLE",
-                "CREATED", "OWNER", "COMMAND");
+    // Rows first, then each column as wide as its widest cell ("stopped(137)", a long
+    // bundle path), as runc's tabwriter does.
+    std::vector<std::vector<std::string>> rows{
+        {"ID", "PID", "STATUS", "BUNDLE", "CREATED", "OWNER", "COMMAND"}};
     for (const auto& s : states) {
       auto status = runtime::effective_status(s);
       auto oci = nlohmann::json::parse(runtime::oci_state_json(s, status));
@@ -82,9 +85,20 @@ class ListCommand : public Command {
           shown += "(killed)";
         }
       }
-      std::printf("%-20s %-8d %-10s %-20s %-22s %-10s %s\n", s.name.c_str(), oci["pid"].get<int>(),
-                  shown.c_str(), s.bundle.empty() ? "-" : s.bundle.c_str(), s.created.c_str(),
-                  owner.c_str(), join(s.command, " ").c_str());
+      rows.push_back({s.name, std::to_string(oci["pid"].get<int>()), shown,
+                      s.bundle.empty() ? "-" : s.bundle, s.created, owner, join(s.command, " ")});
+    }
+    std::vector<std::size_t> width(rows.front().size(), 0);
+    for (const auto& row : rows) {
+      for (std::size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+    }
+    for (const auto& row : rows) {
+      std::string line;
+      for (std::size_t c = 0; c < row.size(); ++c) {
+        line += row[c];
+        if (c + 1 < row.size()) line += std::string(width[c] - row[c].size() + 3, ' ');
+      }
+      std::cout << line << "\n";
     }
     return 0;
   }

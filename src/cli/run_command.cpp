@@ -93,9 +93,14 @@ cgroup::Limits parse_limits(const RunOptions& options) {
   }
   if (!options.cpus.empty()) {
     limits.cpus = cgroup::parse_cpus(options.cpus);
-    if (!limits.cpus)
-      throw Error("--cpus \"" + options.cpus + "\" is not a number of CPUs", EINVAL,
-                  "use a positive number, e.g. --cpus 0.5 or --cpus 2");
+    if (!limits.cpus) {
+      // A number, but out of range, deserves its own words: "5000" is a number.
+      const bool number = !options.cpus.empty() &&
+                          options.cpus.find_first_not_of("0123456789.") == std::string::npos;
+      throw Error(number ? "--cpus " + options.cpus + " is out of range (more than 0, at most 1024)"
+                         : "--cpus \"" + options.cpus + "\" is not a number of CPUs",
+                  EINVAL, "use a positive number of CPUs, e.g. --cpus 0.5 or --cpus 2");
+    }
   }
   cgroup::plan_limit_files(limits);  // throws on an invalid combination
   return limits;

@@ -18,10 +18,17 @@ def _block_after(heading):
 
 def test_readme_oci_walkthrough_runs_as_written(tmp_path):
     script = _block_after("### OCI runtime verbs")
-    env = M.base_env(PATH=os.path.dirname(M.MRUN) + ":" + M.DEFAULT_PATH)
+    # `mrun` as typed, but with a state root of the test's own: the README's fixed
+    # names (c1, c2) must not meet another run's containers.
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    wrapper = bindir / "mrun"
+    wrapper.write_text(f'#!/bin/sh\nexec {M.MRUN} --root {tmp_path}/state "$@"\n')
+    os.chmod(wrapper, 0o755)
+    env = M.base_env(PATH=f"{bindir}:{M.DEFAULT_PATH}")
     p = subprocess.run(["bash", "-euxo", "pipefail", "-c", script], cwd=tmp_path, env=env,
                        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert p.returncode == 0, f"the README's OCI walk-through failed:\n{p.stdout}\n{p.stderr}"
     assert "hello" in p.stdout, p.stdout
     for name in ("c1", "c2"):
-        subprocess.run([M.MRUN, "delete", "--force", name], env=env, capture_output=True)
+        subprocess.run([str(wrapper), "delete", "--force", name], env=env, capture_output=True)
