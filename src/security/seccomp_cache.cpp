@@ -17,7 +17,9 @@ namespace mrun::security {
 
 namespace {
 
-constexpr char magic[] = "mrun-seccomp-cache 1\n";
+// Bumped when what is checked before a program is cached changes (2: profiles that
+// deny execve are refused), so that an older mrun's entry is never taken for a check.
+constexpr char magic[] = "mrun-seccomp-cache 2\n";
 
 std::uint64_t fnv1a(const std::string& text) {
   std::uint64_t h = 1469598103934665603ULL;
