@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's test command: installs what is missing, builds, and runs every suite:
-#   unit (Catch2), man-page coverage, formatting, integration (rootless as a real
-#   unprivileged user, and rootful), and the VM suites (fakegpu.ko in Debian's kernel).
+#   unit (Catch2), man-page coverage, formatting, fuzz (libFuzzer, each parser for a
+#   bounded time: tests/fuzz/run.sh), integration (rootless as a real unprivileged
+#   user, and rootful), and the VM suites (fakegpu.ko in Debian's kernel).
 # Closes with "mrun-tests: N passed, N failed, N skipped"; exits non-zero on any failure.
 # Must run as root: it creates the test user and runs the rootful and VM suites.
 #
@@ -16,7 +17,7 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 2
 fi
 
-suites=${MRUN_SUITES:-unit man format integration vm}
+suites=${MRUN_SUITES:-unit man format fuzz integration vm}
 export MRUN_BUILD_DIR=${MRUN_BUILD_DIR:-$repo/build}
 export MRUN_RESULTS_DIR=${MRUN_RESULTS_DIR:-$MRUN_BUILD_DIR/test-results}
 
@@ -53,6 +54,10 @@ if want man; then
 fi
 if want format; then
   run_suite format scripts/check-format.sh "$MRUN_RESULTS_DIR/format.tap"
+fi
+if want fuzz; then
+  # Its own clang build (build-fuzz), then each target for $MRUN_FUZZ_SECONDS (20).
+  run_suite fuzz bash tests/fuzz/run.sh
 fi
 if want integration; then
   run_suite integration bash tests/integration/run.sh

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <set>
 #include <type_traits>
+#include <utility>
 
 #include "base/error.hpp"
 #include "base/strings.hpp"
@@ -60,6 +61,12 @@ class Reader {
       if (v.is_number_integer() && !v.is_number_unsigned() && v.get<std::int64_t>() < 0) {
         fail(at(field, key), "must not be negative");
       }
+    }
+    // get<T>() casts: a uid of 4294967296 would be 0 (root), a major of 2^64-1 would be
+    // -1 (tests/fuzz/regressions/cdi/).
+    if (v.is_number_unsigned() ? !std::in_range<T>(v.get<std::uint64_t>())
+                               : !std::in_range<T>(v.get<std::int64_t>())) {
+      fail(at(field, key), v.dump() + " is out of range");
     }
     return v.get<T>();
   }
@@ -250,7 +257,10 @@ Spec parse_spec(const std::string& text, const std::string& file) {
   json doc;
   try {
     doc = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // Not only parse_error: a number too large for a double (1e999) is out_of_range
+    // (found by tests/fuzz/fuzz_cdi.cpp); one such file in /etc/cdi must be an error
+    // naming it, not a foreign exception.
     r.fail("(document)", std::string("not valid JSON: ") + e.what());
   }
   if (!doc.is_object()) r.fail("(document)", "must be a JSON object");

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <set>
 #include <type_traits>
+#include <utility>
 
 #include "base/error.hpp"
 #include "base/strings.hpp"
@@ -24,14 +25,47 @@ Error bad(const std::string& field, const std::string& what) {
   return Error("config.json: " + field + ": " + what, EINVAL);
 }
 
+template <typename T>
+struct vector_of {
+  using type = void;
+};
+template <typename U>
+struct vector_of<std::vector<U>> {
+  using type = U;
+};
+
+// An integer field must hold an integer that fits: nlohmann converts any number to
+// any arithmetic type with a plain cast, so 4294967296 would be uid 0, a gid of -1
+// 4294967295 and a timeout of 1.5 one second (tests/fuzz/regressions/config/).
+// Anything but a number is left to get<T>() to report as a wrong type.
+template <typename T>
+void check_integer(const json& v, const std::string& field) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    if constexpr (std::is_unsigned_v<T>) {
+      // nlohmann would wrap -1 round to 4294967295: a uid that nobody asked for.
+      if (!v.is_number_unsigned()) throw bad(field, "must be a non-negative integer");
+    }
+    if (!v.is_number()) return;
+    if (!v.is_number_integer()) throw bad(field, "must be an integer, not " + v.dump());
+    bool fits = v.is_number_unsigned() ? std::in_range<T>(v.get<std::uint64_t>())
+                                       : std::in_range<T>(v.get<std::int64_t>());
+    if (!fits) throw bad(field, v.dump() + " is out of range");
+  }
+}
+
 // Reads j[key] into out when present; a wrong type names the field.
 template <typename T>
 void get(const json& j, const char* key, T& out, const std::string& where) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return;
-  if constexpr (std::is_unsigned_v<T> && !std::is_same_v<T, bool>) {
-    // nlohmann would wrap -1 round to 4294967295: a uid that nobody asked for.
-    if (!it->is_number_unsigned()) throw bad(where + key, "must be a non-negative integer");
+  check_integer<T>(*it, where + key);
+  if constexpr (!std::is_void_v<typename vector_of<T>::type>) {
+    if (it->is_array()) {
+      for (std::size_t i = 0; i < it->size(); ++i) {
+        check_integer<typename vector_of<T>::type>((*it)[i],
+                                                   where + key + "[" + std::to_string(i) + "]");
+      }
+    }
   }
   try {
     out = it->get<T>();
@@ -252,7 +286,9 @@ Spec parse_spec(const std::string& text) {
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // Not only parse_error: a number too large for a double (1e999) is out_of_range
+    // (tests/fuzz/regressions/config/), and must not escape as a foreign exception.
     throw Error("config.json: malformed JSON: " + std::string(e.what()), EINVAL);
   }
   if (!j.is_object()) throw bad("(top level)", "must be an object");
@@ -587,7 +623,12 @@ void convert_devices(const json& devices, runtime::ContainerConfig& c) {
       throw bad(field, "needs a path");
     }
     std::string path = d["path"].get<std::string>();
-    if (d.value("type", std::string("c")) != "c") {
+    // get(), not json::value(), which throws nlohmann's type_error for a type that is
+    // not a string (the mistake tests/fuzz/fuzz_config.cpp caught in resources.devices;
+    // linux.devices is not fuzzed, as this conversion stat()s the host node).
+    std::string type = "c";
+    get(d, "type", type, field + ".");
+    if (type != "c") {
       throw unsupported(field + " (" + path + ")", "only character devices");
     }
     const auto& defaults = mount::default_device_nodes();
@@ -615,17 +656,21 @@ void convert_resources(const json& r, runtime::ContainerConfig& c) {
     const json& v = it.value();
     if (key == "devices") {
       // The device cgroup filter's extra allow rules (cgroup/device_rules.hpp); the
-      // usual leading deny-all is mrun's starting point anyway.
+      // usual leading deny-all is mrun's starting point anyway. Each field through
+      // get(): json::value() threw nlohmann's own type_error for a rule that is not an
+      // object or a field of another type (tests/fuzz/regressions/config/).
+      if (!v.is_array()) throw bad("linux.resources.devices", "must be an array");
       std::vector<cgroup::OciDeviceRule> entries;
-      for (const auto& rule : v) {
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        const json& rule = v[i];
+        const std::string field = "linux.resources.devices[" + std::to_string(i) + "]";
+        object_at(rule, field);
         cgroup::OciDeviceRule e;
-        e.allow = rule.value("allow", false);
-        e.type = rule.value("type", "");
-        if (rule.contains("major") && !rule["major"].is_null())
-          e.major = rule["major"].get<std::int64_t>();
-        if (rule.contains("minor") && !rule["minor"].is_null())
-          e.minor = rule["minor"].get<std::int64_t>();
-        e.access = rule.value("access", "");
+        get(rule, "allow", e.allow, field + ".");
+        get(rule, "type", e.type, field + ".");
+        get(rule, "major", e.major, field + ".");
+        get(rule, "minor", e.minor, field + ".");
+        get(rule, "access", e.access, field + ".");
         entries.push_back(e);
       }
       c.device_rules = cgroup::rules_from_oci(entries);
@@ -644,8 +689,12 @@ void convert_resources(const json& r, runtime::ContainerConfig& c) {
                v["limit"].is_number_integer()) {
       if (v["limit"].get<std::int64_t>() > 0) c.limits.pids = v["limit"].get<std::uint64_t>();
     } else if (key == "cpu" && v.is_object()) {
-      std::int64_t quota = v.value("quota", std::int64_t{0});
-      std::uint64_t period = v.value("period", std::uint64_t{100000});
+      // get(), not json::value(): a string threw nlohmann's type_error and a negative
+      // period wrapped round to 2^64-1 (tests/fuzz/regressions/config/).
+      std::int64_t quota = 0;
+      std::uint64_t period = 100000;
+      get(v, "quota", quota, "linux.resources.cpu.");
+      get(v, "period", period, "linux.resources.cpu.");
       for (auto m = v.begin(); m != v.end(); ++m) {
         if (m.key() != "quota" && m.key() != "period") {
           throw unsupported("linux.resources.cpu." + m.key(), "not supported yet");
@@ -692,7 +741,7 @@ Process parse_process_text(const std::string& text) {
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for 1e999
     throw Error(std::string("process.json: malformed JSON: ") + e.what(), EINVAL);
   }
   Process p;

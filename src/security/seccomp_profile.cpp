@@ -238,6 +238,11 @@ SeccompProfile parse_seccomp_profile(const std::string& text, const std::string&
     throw Error("seccomp profile " + origin + ": " +
                     position_of(text, e.byte == 0 ? 0 : e.byte - 1) + ": invalid JSON: " + detail,
                 EINVAL, "fix the JSON syntax (python3 -m json.tool FILE shows where)");
+  } catch (const json::exception& e) {
+    // A number too large for a double (1e999) is out_of_range, not parse_error, and
+    // carries no position (tests/fuzz/regressions/seccomp/; the CDI fuzzer found it).
+    throw Error("seccomp profile " + origin + ": invalid JSON: " + e.what(), EINVAL,
+                "fix the JSON (python3 -m json.tool FILE shows it)");
   }
   if (!doc.is_object()) r.fail("(top level)", "expected an object, found " + Reader::type_of(doc));
 

@@ -94,6 +94,16 @@ TEST_CASE("cdi: a malformed spec is refused naming the file and the field") {
   json bad_env = json::parse(example);
   bad_env["containerEdits"]["env"][0] = "NOVALUE";
   REQUIRE_THAT(err(bad_env.dump()), Catch::Contains("containerEdits.env[0]"));
+  // Numbers that do not fit are refused, not cast (tests/fuzz/regressions/cdi): uid
+  // 2^32 would have been 0, major 2^64-1 would have been -1; 1e999 is not a double.
+  json big_uid = json::parse(example);
+  big_uid["devices"][0]["containerEdits"]["deviceNodes"][0]["uid"] = 4294967296ULL;
+  REQUIRE_THAT(err(big_uid.dump()),
+               Catch::Contains("deviceNodes[0].uid: 4294967296 is out of range"));
+  json big_major = json::parse(example);
+  big_major["devices"][0]["containerEdits"]["deviceNodes"][0]["major"] = ~0ULL;
+  REQUIRE_THAT(err(big_major.dump()), Catch::Contains("deviceNodes[0].major"));
+  REQUIRE_THAT(err(R"({"cdiVersion": 1e999})"), Catch::Contains("not valid JSON"));
 }
 
 TEST_CASE("cdi: qualified names; host paths are not CDI names") {

@@ -124,7 +124,10 @@ TEST_CASE("overlay mount data, and paths it cannot carry") {
 }
 
 TEST_CASE("mount plan: no volume over /proc (CVE-2019-16884), lxcfs files excepted") {
-  for (const char* dst : {"/proc", "/proc/", "/proc/self", "/proc/sys/kernel", "/proc/1/attr"}) {
+  // Also as openat2(RESOLVE_IN_ROOT) resolves them (tests/fuzz/regressions/volume/).
+  for (const char* dst :
+       {"/proc", "/proc/", "/proc/self", "/proc/sys/kernel", "/proc/1/attr", "//proc",
+        "/./proc/sys", "/tmp/../proc", "/../proc/self", "/proc/meminfo/../sys"}) {
     MountPlanInput input;
     input.volumes.push_back({"/tmp", dst, false, false});
     REQUIRE_THROWS_WITH(plan_container_mounts(input),

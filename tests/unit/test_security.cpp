@@ -85,6 +85,10 @@ TEST_CASE("profile: bad JSON names the line", "[security]") {
   });
   CHECK_THAT(msg, Catch::Contains("seccomp profile p.json: line 3"));
   CHECK_THAT(msg, Catch::Contains("invalid JSON"));
+  // A number no double holds is nlohmann's out_of_range, not a parse_error
+  // (tests/fuzz/regressions/seccomp): an Error all the same.
+  CHECK_THAT(error_of([] { parse_seccomp_profile(R"({"defaultErrnoRet": 1e999})", "p.json"); }),
+             Catch::Contains("seccomp profile p.json: invalid JSON"));
 }
 
 TEST_CASE("profile: a bad value names its key path", "[security]") {

@@ -127,6 +127,47 @@ TEST_CASE("malformed documents and wrong types name what is wrong") {
   REQUIRE_THAT(
       error_of([] { edited("runc-spec.json", [](json& j) { j["process"]["user"]["uid"] = -1; }); }),
       Catch::Contains("process.user.uid"));
+  REQUIRE_THAT(error_of([] { oci::parse_spec(R"({"ociVersion": 1e999})"); }),
+               Catch::Contains("malformed JSON"));
+}
+
+TEST_CASE("a number is never narrowed or rounded into a field (tests/fuzz/regressions/config)") {
+  auto err = [](const std::function<void(json&)>& edit) {
+    return error_of([&] { edited("runc-spec.json", edit); });
+  };
+  // 2^32 would have been uid 0, -1 gid 4294967295, 1.5 s a timeout of 1 s.
+  REQUIRE_THAT(err([](json& j) { j["process"]["user"]["uid"] = 4294967296ULL; }),
+               Catch::Contains("process.user.uid: 4294967296 is out of range"));
+  REQUIRE_THAT(err([](json& j) {
+                 j["process"]["user"]["additionalGids"] = {5, -1};
+               }),
+               Catch::Contains("process.user.additionalGids[1]: must be a non-negative integer"));
+  REQUIRE_THAT(err([](json& j) { j["process"]["oomScoreAdj"] = 3000000000LL; }),
+               Catch::Contains("process.oomScoreAdj: 3000000000 is out of range"));
+  REQUIRE_THAT(err([](json& j) {
+                 j["hooks"]["prestart"] = {{{"path", "/x"}, {"timeout", 1.5}}};
+               }),
+               Catch::Contains("hooks.prestart[].timeout: must be an integer"));
+  REQUIRE(edited("runc-spec.json", [](json& j) {
+            j["process"]["user"]["uid"] = 4294967295ULL;
+          }).process->user.uid == 4294967295U);
+}
+
+TEST_CASE("linux.resources of the wrong shape are an Error naming the field") {
+  auto err = [](const json& resources) {
+    return error_of([&] {
+      convert(edited("crun-spec.json", [&](json& j) { j["linux"]["resources"] = resources; }));
+    });
+  };
+  REQUIRE_THAT(err({{"devices", {1}}}),
+               Catch::Contains("linux.resources.devices[0]: must be an object"));
+  REQUIRE_THAT(err({{"devices", 5}}), Catch::Contains("linux.resources.devices: must be an array"));
+  REQUIRE_THAT(err({{"devices", {{{"allow", true}, {"major", "10"}}}}}),
+               Catch::Contains("linux.resources.devices[0].major: wrong type"));
+  REQUIRE_THAT(err({{"cpu", {{"quota", "50000"}}}}),
+               Catch::Contains("linux.resources.cpu.quota: wrong type"));
+  REQUIRE_THAT(err({{"cpu", {{"quota", 50000}, {"period", -1}}}}),
+               Catch::Contains("linux.resources.cpu.period: must be a non-negative integer"));
 }
 
 TEST_CASE("crun spec converts to the ContainerConfig mrun run would build") {
