@@ -18,11 +18,19 @@
 namespace mrun::sys {
 
 std::optional<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream content;
-  content << in.rdbuf();
-  return content.str();
+  // read(2), not an ifstream: libstdc++'s filebuf throws from underflow when a read
+  // fails, as reading /proc/PID/... of a process that exits meanwhile does (ESRCH).
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+  if (!fd) return std::nullopt;
+  std::string content;
+  char buf[8192];
+  while (true) {
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::nullopt;
+    if (n == 0) return content;
+    content.append(buf, static_cast<std::size_t>(n));
+  }
 }
 
 std::string read_all(int fd) {

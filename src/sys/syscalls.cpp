@@ -33,6 +33,7 @@
 #include <sstream>
 
 #include "base/error.hpp"
+#include "sys/fs.hpp"
 
 namespace mrun::sys {
 
@@ -391,8 +392,8 @@ unsigned long long process_start_time(pid_t pid) {
 }
 
 ProcessStat process_stat(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Gone (or going: a read of a dying process fails with ESRCH) reads as '?'.
+  const std::string content = read_file("/proc/" + std::to_string(pid) + "/stat").value_or("");
   ProcessStat result;
   if (content.empty()) return result;
   // The command name (field 2) may contain spaces and parentheses: parse after the last ')'.
