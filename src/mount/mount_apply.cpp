@@ -1,8 +1,10 @@
 #include "mount/mount_apply.hpp"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -118,6 +120,16 @@ class PlanApplier {
   void bind(const MountStep& step) {
     UniqueFd at = target(step.target, true, step.target_is_file);
     const std::string what = step.source + " on " + step.target;
+    // CVE-2019-16884 through the image: the plan refused /proc by name, but an image's
+    // symlink (/foo -> /proc) resolves there too. The descriptor says where it landed.
+    struct statfs fs {};
+    if (::fstatfs(at.get(), &fs) == 0 && fs.f_type == PROC_SUPER_MAGIC &&
+        !starts_with(step.target, "/proc/")) {
+      throw Error("volume " + what +
+                      " resolves into the container's /proc (through a symlink "
+                      "of the image)",
+                  EINVAL, "mount it somewhere that is not a link to /proc");
+    }
     UniqueFd tree = sys::clone_mount(step.source, step.recursive, what);
     if (step.read_only) sys::set_mount_attrs(tree.get(), MOUNT_ATTR_RDONLY, step.recursive, what);
     sys::attach_mount(tree.get(), at.get(), what);

@@ -327,3 +327,12 @@ def test_rootful_mknod_of_a_host_disk_is_denied_on_a_v1_host(mrun, rootfs, name)
     assert off.rc == 0 and "Operation not permitted" not in off.err, off
     groups = [d for d in os.listdir("/sys/fs/cgroup/devices") if name in d]
     assert groups == [], f"device cgroups left behind: {groups}"
+
+
+def test_volume_through_an_image_symlink_to_proc_is_refused(mrun, private_rootfs, host_dir, name):
+    """/foo -> /proc in the image: -v X:/foo passes the check by name, but the
+    descriptor mrun opened lands in procfs, and the bind is refused."""
+    os.symlink("/proc", os.path.join(private_rootfs, "foo"))
+    r = mrun("run", "--rm", "--name", name, "--network", "none", "-v", f"{host_dir}:/foo",
+             private_rootfs, "cat", "/proc/self/status")
+    assert r.rc == 125 and "resolves into the container's /proc" in r.err, r
