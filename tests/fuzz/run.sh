@@ -22,7 +22,7 @@ set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-cd "$repo"
+cd "$repo" || exit 2
 
 all_targets=(config seccomp cdi gpu_policy subid volume open_in_root)
 targets=("$@")
