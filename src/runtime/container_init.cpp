@@ -93,13 +93,6 @@ void mount_rootfs(const LaunchSpec& spec, const SyncChannel& sync) {
   spec.log.debug("overlay: fuse");
 }
 
-// After pivot_root: the image's own /etc/passwd, read by the container's process.
-gid_t image_gid_of(const UserSpec& user) {
-  auto passwd = read_image_passwd();
-  if (!passwd) return user.gid;
-  return primary_gid_in_passwd(*passwd, user.uid).value_or(user.gid);
-}
-
 void prepare_workdir(const std::string& workdir) {
   try {
     sys::make_dirs(workdir, 0755);
@@ -121,7 +114,8 @@ void prepare_workdir(const std::string& workdir) {
 
 void change_ids(const LaunchSpec& spec) {
   UserSpec user = spec.config.user;
-  if (user.gid_from_image) user.gid = image_gid_of(user);
+  // After pivot_root: the image's own /etc/passwd, read by the container's process.
+  if (user.gid_from_image) user.gid = primary_gid_in_image(user.uid, user.gid);
   if (user.uid == 0 && user.gid == 0) return;
   if (::setresgid(user.gid, user.gid, user.gid) != 0) {
     throw_errno("switch to gid " + std::to_string(user.gid),
@@ -251,12 +245,7 @@ void join_new_keyring(const LaunchSpec& spec) {
   // Last, so that the filter judges the command and nothing of mrun's own setup.
   security::load_seccomp_last(spec.security);
   ::execve(path.c_str(), argv.data(), envp.data());
-  int err = errno;
-  int status = (err == ENOENT) ? exit_code::not_found : exit_code::cannot_execute;
-  std::string why = err == ENOENT ? missing_interpreter(path) : std::string();
-  if (!why.empty())
-    throw Error("execute " + args.front() + " (" + path + "): " + why, err, {}, status);
-  throw Error("execute " + args.front() + " (" + path + ")", err, {}, status);
+  throw exec_error(args.front(), path, errno);
 }
 
 // --init: PID 1 becomes mrun's reaper and the command runs as its child (PID 2). The

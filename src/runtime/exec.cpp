@@ -180,12 +180,10 @@ Joined namespaces_to_join(pid_t pid) {
     throw_errno("drop supplementary groups");
   }
   security::confine_before_user_switch(plan);
-  gid_t gid = request.user.gid;
-  if (request.user.gid_from_image) {
-    // Inside the container's mount namespace and root already (setns): its own file.
-    auto passwd = read_image_passwd();
-    if (passwd) gid = primary_gid_in_passwd(*passwd, request.user.uid).value_or(gid);
-  }
+  // Inside the container's mount namespace and root already (setns): its own file.
+  const gid_t gid = request.user.gid_from_image
+                        ? primary_gid_in_image(request.user.uid, request.user.gid)
+                        : request.user.gid;
   if (::setresgid(gid, gid, gid) != 0) throw_errno("switch to gid " + std::to_string(gid));
   if (::setresuid(request.user.uid, request.user.uid, request.user.uid) != 0) {
     throw_errno("switch to uid " + std::to_string(request.user.uid));
@@ -204,11 +202,7 @@ Joined namespaces_to_join(pid_t pid) {
   sys::keep_fds_across_exec(request.preserve_fds);
   security::load_seccomp_last(plan);
   ::execve(path.c_str(), argv.data(), envp.data());
-  int err = errno;
-  std::string why = err == ENOENT ? missing_interpreter(path) : std::string();
-  throw Error(
-      "execute " + request.args.front() + " (" + path + ")" + (why.empty() ? "" : ": " + why), err,
-      {}, err == ENOENT ? exit_code::not_found : exit_code::cannot_execute);
+  throw exec_error(request.args.front(), path, errno);
 }
 
 [[noreturn]] void report(const SyncChannel& sync, const Error& e) {

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 
 #include "base/unique_fd.hpp"
@@ -64,6 +65,15 @@ std::string missing_interpreter(const std::string& program) {
   return "its ELF interpreter " + interpreter->path +
          " is not in the container: a dynamically linked program needs its loader and "
          "libraries there (or use a statically linked build)";
+}
+
+Error exec_error(const std::string& name, const std::string& path, int err) {
+  std::string what = "execute " + name + " (" + path + ")";
+  if (err == ENOENT) {
+    std::string why = missing_interpreter(path);
+    if (!why.empty()) what += ": " + why;
+  }
+  return Error(what, err, {}, err == ENOENT ? exit_code::not_found : exit_code::cannot_execute);
 }
 
 }  // namespace mrun::runtime

@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 
+#include "base/error.hpp"
+
 namespace mrun::runtime {
 
 struct Interpreter {
@@ -22,5 +24,10 @@ std::optional<Interpreter> program_interpreter(const std::string& program);
 // /lib64/ld-linux-x86-64.so.2 is missing in the container" and the like; "" when the
 // interpreter exists or there is none.
 std::string missing_interpreter(const std::string& program);
+
+// The error of a failed execve of `name` (found at `path`) with errno `err`, for run and
+// exec alike: 127 for ENOENT (naming a missing interpreter when that is the cause), else
+// 126.
+Error exec_error(const std::string& name, const std::string& path, int err);
 
 }  // namespace mrun::runtime
