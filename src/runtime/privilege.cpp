@@ -1,9 +1,10 @@
 #include "runtime/privilege.hpp"
 
 #include <pwd.h>
-#include <sys/stat.h>
 
 #include <cstdlib>
+
+#include "sys/fs.hpp"
 
 namespace mrun::runtime {
 
@@ -13,19 +14,12 @@ std::string env_or(const char* name, const std::string& fallback) {
   return value != nullptr && value[0] == '/' ? std::string(value) : fallback;
 }
 
-// A directory owned by `uid` and writable by no one else.
-bool callers_own_dir(const std::string& path, uid_t uid) {
-  struct stat st {};
-  return ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == uid &&
-         (st.st_mode & 022) == 0;
-}
-
 // HOME unset (a service, `env -i`): the passwd entry's home, if it is the caller's.
 std::string passwd_home(uid_t uid) {
   const struct passwd* pw = ::getpwuid(uid);
   if (pw == nullptr || pw->pw_dir == nullptr || pw->pw_dir[0] != '/') return {};
   std::string dir = pw->pw_dir;
-  return callers_own_dir(dir, uid) ? dir : std::string();
+  return sys::is_private_dir(dir, uid) ? dir : std::string();
 }
 }  // namespace
 
@@ -58,7 +52,7 @@ PrivilegeModel privilege_model_for(uid_t uid, const ContainerConfig* config,
   const std::string id = std::to_string(uid);
   if (const char* xdg = std::getenv("XDG_RUNTIME_DIR"); xdg != nullptr && xdg[0] == '/') {
     model.default_state_root = std::string(xdg) + "/mrun";
-  } else if (callers_own_dir("/run/user/" + id, uid)) {
+  } else if (sys::is_private_dir("/run/user/" + id, uid)) {
     model.default_state_root = "/run/user/" + id + "/mrun";
   } else {
     model.shared_tmp_state_dir = "/tmp/mrun-" + id;

@@ -124,6 +124,12 @@ bool check_private_dir(const std::string& path, const std::string& what, const s
   return true;
 }
 
+bool is_private_dir(const std::string& path, uid_t uid) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == uid &&
+         (st.st_mode & 022) == 0;
+}
+
 void ensure_private_dir(const std::string& path, const std::string& what, const std::string& hint) {
   try {
     make_dirs(path, 0700);

@@ -28,6 +28,9 @@ void ensure_private_dir(const std::string& path, const std::string& what = "stat
 // The same checks without creating anything: true when `path` exists and passes them,
 // false when it does not exist; throws when it exists and fails them.
 bool check_private_dir(const std::string& path, const std::string& what, const std::string& hint);
+// The same rule as a question, for choosing among candidates (a login's /run/user/UID,
+// the passwd entry's home): a directory, not a symlink, of `uid`, writable by no one else.
+bool is_private_dir(const std::string& path, uid_t uid);
 // rm -rf without following symlinks or crossing into other mounts. Returns false if
 // something could not be removed (EACCES/EPERM: files of other uids), true when gone.
 bool remove_tree(const std::string& path);
