@@ -3,8 +3,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <iterator>
 #include <thread>
 
 #include "base/error.hpp"
@@ -111,19 +113,25 @@ bool delegated_to(const std::string& dir, uid_t uid) {
 
 Plan plan_cgroup(const Request& request, const Paths& paths) {
   Plan plan;
-  const bool asked = request.limits.any();
-  // Throws when limits were asked for; otherwise records why mrun goes without.
+  plan.writes = plan_resource_files(request.resources);  // throws for a bad combination
+  // Per field: only writes that ask for something need a cgroup; a fresh cgroup's
+  // defaults (ctr's and CRI's cpu.shares 1024) are met without one.
+  const std::string asked = describe_requests(plan.writes);
+  // Throws when something was asked for; otherwise records why mrun goes without.
   auto without = [&](const std::string& why, const std::string& hint) -> Plan {
-    if (asked) {
-      throw Error(describe(request.limits) + " needs a cgroup, but " + why, 0, hint);
-    }
+    if (!asked.empty()) throw Error(asked + " needs a cgroup, but " + why, 0, hint);
     plan.use = false;
     plan.why_not = why;
+    if (!plan.writes.empty()) {
+      plan.defaults_note = describe_defaults(plan.writes) +
+                           ": a fresh cgroup's default, accepted without a cgroup (" + why + ")";
+    }
+    plan.writes.clear();
     return plan;
   };
   if (!request.enabled) {
-    if (asked) {
-      throw Error(describe(request.limits) + " needs a cgroup, but --cgroups=disabled", EINVAL,
+    if (!asked.empty()) {
+      throw Error(asked + " needs a cgroup, but --cgroups=disabled", EINVAL,
                   "drop --cgroups=disabled or the limits");
     }
     return without("--cgroups=disabled", {});
@@ -213,16 +221,15 @@ Leaf::~Leaf() {
   remove();
 }
 
-Leaf Leaf::create(const Plan& plan, const Request& request, const Logger& log) {
-  const auto controllers = controllers_for(request.limits);
-  const auto files = plan_limit_files(request.limits);
+void enable_controllers(const std::string& mount, const std::string& parent, bool rootful,
+                        std::vector<FileWrite>& writes, const Logger& log) {
   // The directories whose subtree_control must list the controllers: rootful, every
   // level from the root down to the parent (created as needed); rootless, only the
   // delegated parent (its own parent was set up by whoever delegated it).
   std::vector<std::string> levels;
-  if (request.rootful) {
-    std::string rel = plan.parent.substr(plan.mount.size());
-    std::string dir = plan.mount;
+  if (rootful) {
+    std::string rel = parent.substr(mount.size());
+    std::string dir = mount;
     levels.push_back(dir);
     for (const auto& part : split(rel, '/')) {
       if (part.empty()) continue;
@@ -232,17 +239,28 @@ Leaf Leaf::create(const Plan& plan, const Request& request, const Logger& log) {
     }
     levels.pop_back();  // the parent's own subtree_control is written below, like rootless
   }
-  levels.push_back(plan.parent);
-  for (const auto& dir : levels) {
-    const std::string available = read_trimmed(dir + "/cgroup.controllers");
-    const std::string enabled = read_trimmed(dir + "/cgroup.subtree_control");
-    for (const auto& controller : controllers) {
+  levels.push_back(parent);
+  for (const auto& controller : controllers_for(writes)) {
+    auto of_controller = [&](const FileWrite& w) { return controller_of(w.file) == controller; };
+    std::vector<FileWrite> needing;  // this controller's writes, for messages
+    std::copy_if(writes.begin(), writes.end(), std::back_inserter(needing), of_controller);
+    const std::string asked = describe_requests(needing);
+    const bool defaults_only = asked.empty();
+    for (const auto& dir : levels) {
+      const std::string available = read_trimmed(dir + "/cgroup.controllers");
+      const std::string enabled = read_trimmed(dir + "/cgroup.subtree_control");
       if (has_word(enabled, controller)) continue;
       if (!has_word(available, controller)) {
-        throw Error("the " + controller + " controller is not available in " + dir +
+        if (defaults_only) {
+          log.debug("cgroup: no " + controller + " controller in " + dir + "; " +
+                    describe_defaults(needing) + " left at the default");
+          std::erase_if(writes, of_controller);
+          break;
+        }
+        throw Error(asked + ": the " + controller + " controller is not available in " + dir +
                         " (cgroup.controllers: \"" + available + "\")",
                     0,
-                    dir == plan.mount
+                    dir == mount
                         ? "this kernel has no " + controller + " controller on cgroup v2"
                         : "whoever delegated the subtree must enable it in the parent: `echo +" +
                               controller + " > " + dirname_of(dir) + "/cgroup.subtree_control`");
@@ -250,15 +268,63 @@ Leaf Leaf::create(const Plan& plan, const Request& request, const Logger& log) {
       try {
         sys::write_file(dir + "/cgroup.subtree_control", "+" + controller);
       } catch (const Error& e) {
-        throw e.with_hint(e.errno_value() == EBUSY
-                              ? dir +
-                                    " holds processes itself; the kernel enables controllers only "
-                                    "for cgroups without processes: move them into a child cgroup"
-                              : "the delegated cgroup must be writable by you");
+        std::string hint = "the delegated cgroup must be writable by you";
+        if (e.errno_value() == EBUSY) {
+          hint = dir +
+                 " holds processes itself; the kernel enables controllers only for cgroups "
+                 "without processes: move them into a child cgroup";
+        } else if (e.errno_value() == EPERM && controller == "cpuset") {
+          // Enabling cpuset moves every process below into a new cpuset, which the
+          // kernel allows only for processes the writer may reschedule.
+          hint = "the kernel enables cpuset only when every process below " + dir +
+                 " is yours (one of another user, such as a root-owned su or runuser, "
+                 "stops it); or have whoever delegated the subtree enable cpuset in it";
+        }
+        throw e.wrap(defaults_only ? describe_defaults(needing) : asked).with_hint(hint);
       }
       log.debug("cgroup: enabled " + controller + " in " + dir);
     }
   }
+}
+
+void apply_writes(const std::string& leaf, const std::vector<FileWrite>& writes,
+                  const Logger& log) {
+  std::vector<const FileWrite*> retry;
+  auto write_one = [&](const FileWrite& w, bool last_try) {
+    std::string file = w.file;
+    std::string value = w.value;
+    if (!sys::exists(leaf + "/" + file)) {
+      if (!w.fallback_file.empty() && sys::exists(leaf + "/" + w.fallback_file)) {
+        file = w.fallback_file;
+        value = w.fallback_value;
+      } else if (w.skip_if_absent) {
+        log.debug("cgroup: no " + file + " in this kernel; " + w.field + " " + value +
+                  " needs none");
+        return;
+      } else {
+        throw Error(w.field + ": " + leaf + "/" + file + " does not exist", ENOENT,
+                    "this kernel's cgroup v2 has no such file (is the controller of " + file +
+                        " enabled, and the name right?)");
+      }
+    }
+    try {
+      sys::write_file(leaf + "/" + file, value);
+    } catch (const Error& e) {
+      if (e.errno_value() == EINVAL && !last_try) {
+        retry.push_back(&w);
+        return;
+      }
+      throw e.wrap(w.field + ": set " + file + " to \"" + value + "\"");
+    }
+    log.debug("cgroup: " + file + " = " + value);
+  };
+  for (const auto& w : writes) write_one(w, false);
+  for (const auto* w : retry) write_one(*w, true);
+}
+
+Leaf Leaf::create(const Plan& plan, const Request& request, const Logger& log) {
+  std::vector<FileWrite> writes = plan.writes;
+  enable_controllers(plan.mount, plan.parent, request.rootful, writes, log);
   if (::mkdir(plan.leaf.c_str(), 0755) != 0) {
     if (errno != EEXIST) throw_errno("create cgroup " + plan.leaf);
     // A leftover of a killed mrun (its name was just claimed, so nothing uses it).
@@ -267,23 +333,44 @@ Leaf Leaf::create(const Plan& plan, const Request& request, const Logger& log) {
   }
   Leaf leaf;
   leaf.path_ = plan.leaf;
-  for (const auto& [file, value] : files) {
-    // Without swap accounting (CONFIG_MEMCG_SWAP off) there is no memory.swap.max; the
-    // default swap allowance is then moot, but an explicit --memory-swap is an error.
-    if (file == "memory.swap.max" && !request.limits.memory_swap &&
-        !sys::exists(plan.leaf + "/" + file)) {
-      log.debug("cgroup: no memory.swap.max (no swap accounting); --memory alone applies");
-      continue;
-    }
-    try {
-      sys::write_file(plan.leaf + "/" + file, value);
-    } catch (const Error& e) {
-      throw e.wrap("set " + file + " to " + value);
-    }
-    log.debug("cgroup: " + file + " = " + value);
-  }
+  apply_writes(plan.leaf, writes, log);
   log.debug("cgroup: created " + plan.leaf);
   return leaf;
+}
+
+LeafValues read_leaf_values(const std::string& leaf) {
+  LeafValues v;
+  auto text = [&](const char* file) -> std::optional<std::string> {
+    auto t = sys::read_file(leaf + "/" + file);
+    if (!t) return std::nullopt;
+    return std::string(trim(*t));
+  };
+  v.cpu_max = text("cpu.max");
+  v.memory_max = text("memory.max");
+  v.memory_swap_max = text("memory.swap.max");
+  v.memory_current = number_file(leaf + "/memory.current");
+  return v;
+}
+
+void update_leaf(const std::string& leaf, bool rootful, const Resources& asked, const Logger& log,
+                 const Paths& paths) {
+  if (!sys::is_dir(leaf)) {
+    throw Error("cgroup " + leaf + " does not exist", ENOENT,
+                "the container's cgroup was removed; it has exited or was deleted");
+  }
+  auto writes = plan_resource_files(complete_update(asked, read_leaf_values(leaf)));
+  if (writes.empty()) return;
+  std::string mount =
+      paths.mount.empty()
+          ? cgroup2_mount_from(sys::read_file(paths.mountinfo).value_or("")).value_or("")
+          : paths.mount;
+  if (mount.empty() || !starts_with(leaf, mount + "/")) {
+    throw Error("cgroup " + leaf + " is not below the cgroup2 mount" +
+                    (mount.empty() ? std::string() : " " + mount),
+                0, "update the container from the mount namespace that created it");
+  }
+  enable_controllers(mount, dirname_of(leaf), rootful, writes, log);
+  apply_writes(leaf, writes, log);
 }
 
 void Leaf::add_process(pid_t pid) const {

@@ -17,9 +17,10 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/log.hpp"
-#include "cgroup/limits.hpp"
+#include "cgroup/resources.hpp"
 
 namespace mrun::cgroup {
 
@@ -42,8 +43,8 @@ std::optional<std::string> own_cgroup_from(const std::string& proc_cgroup_text);
 bool delegated_to(const std::string& dir, uid_t uid);
 
 struct Request {
-  std::string name;  // container name: the leaf is mrun-<name>
-  Limits limits;
+  std::string name;     // container name: the leaf is mrun-<name>
+  Resources resources;  // linux.resources (mrun run's flags become these too)
   bool enabled = true;  // --cgroups=disabled: never a cgroup
   bool rootful = false;
   uid_t uid = 0;
@@ -54,15 +55,21 @@ struct Request {
 };
 
 struct Plan {
-  bool use = false;     // false: run without a cgroup (why_not says why)
-  std::string mount;    // cgroup2 mount point
-  std::string parent;   // absolute directory the leaf goes in
-  std::string leaf;     // absolute directory of the leaf
-  std::string why_not;  // for --debug when use == false
+  bool use = false;               // false: run without a cgroup (why_not says why)
+  std::string mount;              // cgroup2 mount point
+  std::string parent;             // absolute directory the leaf goes in
+  std::string leaf;               // absolute directory of the leaf
+  std::string why_not;            // for --debug when use == false
+  std::vector<FileWrite> writes;  // the resources' files (plan_resource_files)
+  // use == false with writes that only ask for a fresh cgroup's defaults (ctr's and
+  // CRI's cpu.shares 1024): which ones, accepted without a cgroup, for --debug.
+  std::string defaults_note;
 };
 
-// Decides where the leaf goes. Throws mrun::Error (exit 125) when limits were asked for
-// and no cgroup can carry them, saying how to delegate a subtree.
+// Decides where the leaf goes. Field by field: a write that asks for something (not a
+// fresh cgroup's default) where no cgroup can carry it throws mrun::Error (exit 125)
+// naming the field and saying how to delegate a subtree; default-only writes are then
+// accepted, and `defaults_note` says so.
 Plan plan_cgroup(const Request& request, const Paths& paths = {});
 
 // The container's cgroup, created by `create` and removed by `remove` (or the
@@ -75,9 +82,9 @@ class Leaf {
   Leaf(Leaf&& other) noexcept : path_(std::move(other.path_)) { other.path_.clear(); }
   ~Leaf();
 
-  // Enables the controllers the limits need on the way down to plan.parent (rootful:
+  // Enables the controllers plan.writes need on the way down to plan.parent (rootful:
   // from the root; rootless: in the delegated parent only), makes the leaf, writes the
-  // limits. Throws with the file and the fix on failure, leaving nothing behind.
+  // files. Throws with the file and the fix on failure, leaving nothing behind.
   static Leaf create(const Plan& plan, const Request& request, const Logger& log);
 
   const std::string& path() const noexcept { return path_; }
@@ -95,6 +102,24 @@ class Leaf {
 
 // Removes a leaf left by a killed mrun; quiet when it is already gone.
 void remove_leaf(const std::string& path) noexcept;
+
+// Enables the controllers `writes` need in the cgroup.subtree_control of every level
+// from `mount` down to `parent` (rootful, creating the levels) or of `parent` alone
+// (rootless). A controller that is not available there fails, unless all its writes are
+// defaults: those are dropped from `writes`, with a debug line.
+void enable_controllers(const std::string& mount, const std::string& parent, bool rootful,
+                        std::vector<FileWrite>& writes, const Logger& log);
+// Writes each file of `leaf` in order: the fallback file when the file is absent, left
+// out when absent and skip_if_absent. A write the kernel refuses with EINVAL is retried
+// once after the others (a lower cpu.max before a lower cpu.max.burst, and the reverse).
+// Throws naming the field, the file and the value.
+void apply_writes(const std::string& leaf, const std::vector<FileWrite>& writes, const Logger& log);
+// The files complete_update reads.
+LeafValues read_leaf_values(const std::string& leaf);
+// `mrun update`: `asked` completed from the leaf's values (complete_update), planned,
+// its controllers enabled (rootful: from the cgroup2 root down), written.
+void update_leaf(const std::string& leaf, bool rootful, const Resources& asked, const Logger& log,
+                 const Paths& paths = {});
 
 struct Stats {
   std::optional<std::uint64_t> memory_current;

@@ -1,5 +1,6 @@
 #include "cgroup/limits.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -84,54 +85,37 @@ std::string cpu_max_for(double cpus) {
   return std::to_string(quota) + " " + std::to_string(cpu_period_usec);
 }
 
-std::vector<std::pair<std::string, std::string>> plan_limit_files(const Limits& limits) {
-  std::vector<std::pair<std::string, std::string>> files;
+Resources to_resources(const Limits& limits) {
+  Resources r;
+  r.named_by_flags = true;
   if (limits.memory_swap && !limits.memory) {
     throw Error("--memory-swap needs --memory", EINVAL,
                 "give --memory too: --memory-swap is memory plus swap, as in podman");
   }
   if (limits.memory) {
-    files.emplace_back("memory.max", std::to_string(*limits.memory));
+    const auto memory = static_cast<std::int64_t>(*limits.memory);
+    r.memory.limit = memory;
     // As docker and podman: --memory-swap is the total of memory and swap; unset, the
     // container may swap as much again as its memory.
-    std::int64_t total = limits.memory_swap.value_or(static_cast<std::int64_t>(*limits.memory) * 2);
-    if (total == unlimited) {
-      files.emplace_back("memory.swap.max", "max");
-    } else {
-      if (total < static_cast<std::int64_t>(*limits.memory)) {
-        throw Error("--memory-swap " + std::to_string(total) + " is below --memory " +
-                        std::to_string(*limits.memory),
+    if (limits.memory_swap) {
+      if (*limits.memory_swap != unlimited && *limits.memory_swap < memory) {
+        throw Error("--memory-swap " + std::to_string(*limits.memory_swap) + " is below --memory " +
+                        std::to_string(memory),
                     EINVAL, "--memory-swap is memory plus swap: give at least --memory, or -1");
       }
-      files.emplace_back("memory.swap.max",
-                         std::to_string(total - static_cast<std::int64_t>(*limits.memory)));
+      r.memory.swap = *limits.memory_swap;
+    } else {
+      r.memory.swap = memory * 2;
+      r.memory.swap_implied = true;
     }
   }
-  if (limits.pids) files.emplace_back("pids.max", std::to_string(*limits.pids));
-  if (limits.cpus) files.emplace_back("cpu.max", cpu_max_for(*limits.cpus));
-  return files;
-}
-
-std::vector<std::string> controllers_for(const Limits& limits) {
-  std::vector<std::string> controllers;
-  if (limits.memory || limits.memory_swap) controllers.emplace_back("memory");
-  if (limits.pids) controllers.emplace_back("pids");
-  if (limits.cpus) controllers.emplace_back("cpu");
-  return controllers;
-}
-
-std::string describe(const Limits& limits) {
-  std::string out;
-  auto add = [&](bool on, const char* name) {
-    if (!on) return;
-    if (!out.empty()) out += ", ";
-    out += name;
-  };
-  add(limits.memory.has_value(), "--memory");
-  add(limits.memory_swap.has_value(), "--memory-swap");
-  add(limits.pids.has_value(), "--pids-limit");
-  add(limits.cpus.has_value(), "--cpus");
-  return out;
+  if (limits.pids) r.pids_limit = static_cast<std::int64_t>(*limits.pids);
+  if (limits.cpus) {
+    auto quota = static_cast<std::int64_t>(std::llround(*limits.cpus * cpu_period_usec));
+    r.cpu.quota = std::max<std::int64_t>(quota, 1000);  // the kernel's minimum quota
+    r.cpu.period = cpu_period_usec;
+  }
+  return r;
 }
 
 }  // namespace mrun::cgroup

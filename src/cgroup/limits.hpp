@@ -1,6 +1,7 @@
-// Resource limits as typed data (--memory, --memory-swap, --pids-limit, --cpus) and
-// their translation into cgroup v2 interface files. Pure: no file is touched here, so
-// unit tests check every rule without a kernel.
+// mrun run's resource flags (--memory, --memory-swap, --pids-limit, --cpus) as typed
+// data, and the linux.resources they stand for (cgroup/resources.hpp), as podman fills
+// them in a config. Pure: no file is touched here, so unit tests check every rule
+// without a kernel.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +9,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "cgroup/resources.hpp"
 
 namespace mrun::cgroup {
 
@@ -36,12 +39,10 @@ inline constexpr std::uint64_t cpu_period_usec = 100000;  // the kernel's defaul
 // 1000 us minimum).
 std::string cpu_max_for(double cpus);
 
-// The interface files to write, in order, and their values. Throws mrun::Error when
-// the combination is invalid (--memory-swap below --memory, or without --memory).
-std::vector<std::pair<std::string, std::string>> plan_limit_files(const Limits& limits);
-// The controllers those files belong to ("memory", "pids", "cpu"), each once.
-std::vector<std::string> controllers_for(const Limits& limits);
-// Human names of the options asked for ("--memory, --cpus"), for error messages.
-std::string describe(const Limits& limits);
+// The flags as linux.resources (named by the flags in messages): --memory as the
+// limit with, unless --memory-swap says otherwise, as much swap again (docker, podman);
+// --cpus as a quota per 100 ms period. Throws mrun::Error when the combination is
+// invalid (--memory-swap below --memory, or without --memory).
+Resources to_resources(const Limits& limits);
 
 }  // namespace mrun::cgroup

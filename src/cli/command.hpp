@@ -45,5 +45,7 @@ std::unique_ptr<Command> make_exec_command();
 std::unique_ptr<Command> make_ps_command();
 std::unique_ptr<Command> make_pause_command();
 std::unique_ptr<Command> make_resume_command();
+// mrun update: new resource limits for a running container (runc's update).
+std::unique_ptr<Command> make_update_command();
 
 }  // namespace mrun::cli

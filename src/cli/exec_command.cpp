@@ -29,6 +29,9 @@ class ExecCommand : public Command {
     exec->add_option("-e,--env", env_, "set KEY=VALUE")->take_all();
     exec->add_option("--cwd", cwd_, "working directory (default: the container's)");
     exec->add_option("-u,--user", user_, "UID[:GID] (default: the container's user)");
+    exec->add_option("-g,--additional-gids", additional_gids_,
+                     "an extra supplementary group GID for the process (repeatable)")
+        ->take_all();
     exec->add_option("-c,--cap", caps_, "add a capability (e.g. CAP_NET_ADMIN)")->take_all();
     exec->add_flag("--no-new-privs", no_new_privs_, "set no_new_privs for the process");
     exec->add_option("--preserve-fds", preserve_fds_, "pass fds 3..3+N-1 on to the process")
@@ -79,6 +82,9 @@ class ExecCommand : public Command {
     request.user = defaults.user;
     request.security = defaults.security;
     request.keep_groups = defaults.keep_groups;
+    request.umask = defaults.umask;
+    request.rlimits = defaults.rlimits;
+    request.oom_score_adj = defaults.oom_score_adj;
     if (!process_file_.empty()) {
       if (!command.empty()) {
         throw Error("exec: give either --process FILE or a command, not both", EINVAL);
@@ -87,11 +93,23 @@ class ExecCommand : public Command {
       if (!text) throw_errno("read --process " + process_file_);
       auto process = oci::parse_process_text(*text);
       // runc: the process JSON is the whole process; the container's security still
-      // applies where it says nothing (seccomp is the container's).
+      // applies where it says nothing (seccomp is the container's), and so do its
+      // rlimits, umask and oomScoreAdj when the file has none.
       request.args = process.args;
       request.env = process.env;
       if (!process.cwd.empty()) request.cwd = process.cwd;
-      request.user = {process.user.uid, process.user.gid};
+      oci::ProcessSettings settings;
+      try {
+        settings = oci::convert_process_settings(process);
+      } catch (const Error& e) {
+        std::string what = e.what_failed();
+        if (what.rfind("config.json", 0) == 0) what.replace(0, 11, "process.json");
+        throw Error(what, e.errno_value(), e.hint());
+      }
+      request.user = settings.user;
+      if (settings.umask) request.umask = settings.umask;
+      if (!settings.rlimits.empty()) request.rlimits = settings.rlimits;
+      if (settings.oom_score_adj) request.oom_score_adj = settings.oom_score_adj;
       request.tty = process.terminal.value_or(false);
       oci::convert_process_security(process, request.security);
     } else {
@@ -101,6 +119,8 @@ class ExecCommand : public Command {
     request.env = runtime::merge_env(request.env, env_);
     if (!cwd_.empty()) request.cwd = cwd_;
     if (!user_.empty()) request.user = runtime::parse_exec_user(user_, request.user);
+    // As runc: added to the process's groups (the container's, or the file's).
+    for (gid_t gid : additional_gids_) request.user.additional_gids.push_back(gid);
     for (const auto& cap : caps_) request.security.cap_add.push_back(cap);
     if (no_new_privs_) request.security.no_new_privileges = true;
     request.detach = detach_;
@@ -120,6 +140,7 @@ class ExecCommand : public Command {
   std::vector<std::string> env_;
   std::string cwd_;
   std::string user_;
+  std::vector<gid_t> additional_gids_;
   std::vector<std::string> caps_;
   bool no_new_privs_ = false;
   int preserve_fds_ = 0;

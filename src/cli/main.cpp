@@ -83,6 +83,7 @@ int run_cli(int argc, char** argv) {
   commands.push_back(cli::make_ps_command());
   commands.push_back(cli::make_pause_command());
   commands.push_back(cli::make_resume_command());
+  commands.push_back(cli::make_update_command());
   commands.push_back(cli::make_gpu_command());
   std::vector<std::pair<CLI::App*, cli::Command*>> registered;
   for (auto& command : commands) registered.emplace_back(command->add_to(app), command.get());

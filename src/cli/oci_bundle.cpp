@@ -23,11 +23,9 @@ runtime::ContainerConfig config_from_bundle(const std::string& bundle, const std
     throw_errno("bundle " + bundle, "give the directory holding config.json with --bundle");
   }
   oci::Spec spec = oci::load_bundle(resolved);
-  auto config = oci::to_container_config(spec, resolved, id, ::getuid(), ::getgid(),
-                                         ctx.data_root + "/oci", ctx.log);
+  auto config = oci::to_container_config(spec, resolved, id, ::getuid(), ::getgid(), ctx.log);
   if (ctx.cgroups_disabled) config.cgroups = runtime::CgroupsMode::disabled;
   runtime::validate(config);
-  oci::apply_rlimits(spec);
   return config;
 }
 

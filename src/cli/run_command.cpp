@@ -58,6 +58,7 @@ struct RunOptions {
   std::vector<std::string> cdi_spec_dirs;  // --cdi-spec-dir: instead of /etc/cdi, /var/run/cdi
   std::string gpu;                         // --gpu all|N,... (a bare --gpu is rewritten to all)
   bool keep_groups = false;
+  std::vector<std::string> group_add;  // --group-add GID (numeric), or keep-groups
   std::string device_filter = "auto";  // --device-filter auto|required|off
   std::string bundle;                  // --bundle: an OCI bundle; the one positional word is the ID
 };
@@ -69,8 +70,9 @@ bool is_gpu_list(const std::string& word) {
   return word.find_first_not_of("0123456789,") == std::string::npos;
 }
 
-// --memory and friends, checked here so a typo fails before anything starts.
-cgroup::Limits parse_limits(const RunOptions& options) {
+// --memory and friends as linux.resources, checked here so a typo fails before anything
+// starts.
+cgroup::Resources parse_limits(const RunOptions& options) {
   cgroup::Limits limits;
   if (!options.memory.empty()) {
     limits.memory = cgroup::parse_size(options.memory);
@@ -102,8 +104,9 @@ cgroup::Limits parse_limits(const RunOptions& options) {
                   EINVAL, "use a positive number of CPUs, e.g. --cpus 0.5 or --cpus 2");
     }
   }
-  cgroup::plan_limit_files(limits);  // throws on an invalid combination
-  return limits;
+  auto resources = cgroup::to_resources(limits);  // throws on an invalid combination
+  cgroup::plan_resource_files(resources);
+  return resources;
 }
 
 std::string random_name() {
@@ -165,10 +168,10 @@ runtime::NetworkMode choose_network(const std::string& requested, const runtime:
   return runtime::NetworkMode::none;
 }
 
-std::vector<std::string> build_env(const RunOptions& options, const std::string& hostname,
-                                   const runtime::UserSpec& user) {
-  std::vector<std::string> env{std::string("PATH=") + default_path, "HOSTNAME=" + hostname,
-                               std::string("HOME=") + (user.uid == 0 ? "/root" : "/")};
+// No HOME: the container's process sets it from the image's /etc/passwd entry of its
+// uid, or "/" (runtime/become_command.hpp), as runc and podman do; -e HOME=... wins.
+std::vector<std::string> build_env(const RunOptions& options, const std::string& hostname) {
+  std::vector<std::string> env{std::string("PATH=") + default_path, "HOSTNAME=" + hostname};
   if (options.tty) env.emplace_back("TERM=xterm");
   for (const auto& entry : options.env) {
     std::string key = entry.substr(0, entry.find('='));
@@ -244,6 +247,9 @@ class RunCommand : public Command {
                     "the fakegpu devices (all, or N[,N...]) and their user-space driver");
     run->add_flag("--keep-groups", options_.keep_groups,
                   "keep the caller's supplementary groups (no setgroups)");
+    run->add_option("--group-add", options_.group_add,
+                    "a supplementary group GID (numeric) for the command; keep-groups: as "
+                    "--keep-groups");
     run->add_option("--device-filter", options_.device_filter,
                     "auto|required|off: the cgroup device filter (default auto)")
         ->check(CLI::IsMember({"auto", "required", "off"}));
@@ -307,7 +313,7 @@ class RunCommand : public Command {
     config.hostname = options_.hostname.empty() ? config.name : options_.hostname;
     config.workdir = options_.workdir;
     if (!options_.user.empty()) config.user = parse_user(options_.user);
-    config.env = build_env(options_, config.hostname, config.user);
+    config.env = build_env(options_, config.hostname);
     for (const auto& spec : options_.volumes) {
       auto volume = mount::parse_volume(spec);
       config.volumes.push_back(
@@ -334,7 +340,7 @@ class RunCommand : public Command {
       for (const auto& cap : split(list, ',')) config.security.cap_drop.push_back(cap);
     }
     config.security.privileged = options_.privileged;
-    config.limits = parse_limits(options_);
+    config.resources = parse_limits(options_);
     config.cgroups = options_.cgroups == "disabled" ? runtime::CgroupsMode::disabled
                                                     : runtime::CgroupsMode::enabled;
     config.cgroup_parent = options_.cgroup_parent;
@@ -354,6 +360,22 @@ class RunCommand : public Command {
     }
     if (!options_.gpu.empty()) config.gpu = mount::parse_gpu(options_.gpu);
     config.keep_groups = options_.keep_groups;
+    for (const auto& group : options_.group_add) {
+      if (group == "keep-groups") {
+        config.keep_groups = true;
+        continue;
+      }
+      auto gid = parse_u64(group);
+      if (!gid || *gid > 0xfffffffeULL) {
+        throw Error("--group-add \"" + group + "\" is not a numeric gid", EINVAL,
+                    "give a number (names are not looked up), or keep-groups");
+      }
+      config.user.additional_gids.push_back(static_cast<gid_t>(*gid));
+    }
+    if (config.keep_groups && !config.user.additional_gids.empty()) {
+      throw Error("--group-add GID cannot be combined with keep-groups", EINVAL,
+                  "the caller's groups are kept as they are then (as podman refuses it)");
+    }
     config.device_filter = *runtime::parse_device_filter_mode(options_.device_filter);
     runtime::validate(config);
     return config;

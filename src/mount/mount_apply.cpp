@@ -11,6 +11,7 @@
 
 #include "base/error.hpp"
 #include "base/strings.hpp"
+#include "sys/fs.hpp"
 #include "sys/mount_fd.hpp"
 #include "sys/syscalls.hpp"
 
@@ -40,6 +41,7 @@ class PlanApplier {
       case StepKind::root_read_only:
         sys::set_mount_attrs(root_.get(), MOUNT_ATTR_RDONLY, false, "the container root");
         break;
+      case StepKind::root_propagation: break;  // after pivot_root: apply_root_propagation
     }
   }
 
@@ -111,10 +113,29 @@ class PlanApplier {
       }
       log_.debug("mount " + what + " refused (" + e.what() + "); binding the host's " +
                  step.fallback_bind + " read-only instead");
+      if (!sys::exists(step.fallback_bind)) {
+        throw Error(e.what_failed() + " (" + e.what() + "), and the host has no " +
+                        step.fallback_bind + " to bind instead",
+                    e.errno_value(),
+                    "give the container a namespace of its own for it (linux.namespaces), or "
+                    "mount one on the host's " +
+                        step.fallback_bind);
+      }
       mnt = sys::clone_mount(step.fallback_bind, true, "the host's " + step.fallback_bind);
-      sys::set_mount_attrs(mnt.get(), MOUNT_ATTR_RDONLY, true, "the host's " + step.fallback_bind);
+      if (step.fallback_read_only) {
+        sys::set_mount_attrs(mnt.get(), MOUNT_ATTR_RDONLY, true,
+                             "the host's " + step.fallback_bind);
+      }
     }
     sys::attach_mount(mnt.get(), at.get(), what);
+    set_propagation(mnt.get(), step, what);
+  }
+
+  // An OCI config's propagation for one mount, once it is attached (a detached mount
+  // has no peers to speak of).
+  static void set_propagation(int mnt, const MountStep& step, const std::string& what) {
+    if (step.propagation == 0) return;
+    sys::set_mount_attrs(mnt, 0, 0, step.propagation, step.propagation_recursive, what);
   }
 
   void bind(const MountStep& step) {
@@ -132,7 +153,13 @@ class PlanApplier {
     }
     UniqueFd tree = sys::clone_mount(step.source, step.recursive, what);
     if (step.read_only) sys::set_mount_attrs(tree.get(), MOUNT_ATTR_RDONLY, step.recursive, what);
+    // An OCI config's options: the recursive ones ("rro") over the whole tree first,
+    // then the plain ones ("ro": as runc, on the bind's top mount alone).
+    sys::set_mount_attrs(tree.get(), step.recursive_attrs_set, step.recursive_attrs_clear, 0, true,
+                         what);
+    sys::set_mount_attrs(tree.get(), step.attrs_set, step.attrs_clear, 0, false, what);
     sys::attach_mount(tree.get(), at.get(), what);
+    set_propagation(tree.get(), step, what);
   }
 
   // A directory gets an empty read-only tmpfs; anything else the host's /dev/null, read
@@ -196,6 +223,16 @@ class PlanApplier {
 };
 
 }  // namespace
+
+void apply_root_propagation(const std::vector<MountStep>& plan) {
+  for (const auto& step : plan) {
+    if (step.kind != StepKind::root_propagation) continue;
+    UniqueFd root(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!root) throw_errno("open the container root");
+    sys::set_mount_attrs(root.get(), 0, 0, step.propagation, step.propagation_recursive,
+                         "the container root (linux.rootfsPropagation)");
+  }
+}
 
 void apply_mount_plan(const std::string& root, const std::vector<MountStep>& plan,
                       const Logger& log) {

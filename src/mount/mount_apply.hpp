@@ -15,4 +15,8 @@ namespace mrun::mount {
 void apply_mount_plan(const std::string& root, const std::vector<MountStep>& plan,
                       const Logger& log);
 
+// The plan's linux.rootfsPropagation on "/", once the process is in the new root:
+// pivot_root refuses a shared root or a root whose parent is shared.
+void apply_root_propagation(const std::vector<MountStep>& plan);
+
 }  // namespace mrun::mount

@@ -5,19 +5,21 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace mrun::mount {
 
 enum class StepKind {
-  filesystem,      // mount a fresh filesystem (proc, tmpfs, devpts, mqueue, sysfs)
-  bind,            // bind a host path (device node, volume) into the container
-  mask,            // hide: /dev/null over a file, an empty read-only tmpfs over a dir
-  read_only,       // bind the path onto itself and remount it read-only
-  symlink,         // create a symlink (e.g. /dev/fd -> /proc/self/fd)
-  root_read_only,  // remount the root read-only (--read-only), last
-  device_node,     // mknod a character device (rootful only: CAP_MKNOD in the host userns)
+  filesystem,        // mount a fresh filesystem (proc, tmpfs, devpts, mqueue, sysfs)
+  bind,              // bind a host path (device node, volume) into the container
+  mask,              // hide: /dev/null over a file, an empty read-only tmpfs over a dir
+  read_only,         // bind the path onto itself and remount it read-only
+  symlink,           // create a symlink (e.g. /dev/fd -> /proc/self/fd)
+  root_read_only,    // remount the root read-only (--read-only), last
+  device_node,       // mknod a character device (rootful only: CAP_MKNOD in the host userns)
+  root_propagation,  // linux.rootfsPropagation on the root mount, after everything else
 };
 
 struct MountStep {
@@ -34,6 +36,17 @@ struct MountStep {
   // A fresh sysfs needs a network namespace of our own; without it, fall back to a
   // read-only rbind of the host's /sys.
   std::string fallback_bind;
+  bool fallback_read_only = true;
+  // An OCI config's own mount options (mount/config_mounts.hpp), set with mount_setattr
+  // once the mount is made: MOUNT_ATTR_* set and cleared on the mount itself, then on
+  // every mount below it ("rro", "rnosuid": the recursive attributes), and the
+  // propagation (MS_SHARED, MS_SLAVE, MS_PRIVATE, MS_UNBINDABLE).
+  std::uint64_t attrs_set = 0;
+  std::uint64_t attrs_clear = 0;
+  std::uint64_t recursive_attrs_set = 0;
+  std::uint64_t recursive_attrs_clear = 0;
+  std::uint64_t propagation = 0;
+  bool propagation_recursive = false;
   // device_node: the host node's device number, permission bits and owner.
   dev_t device = 0;
   mode_t mode = 0;

@@ -12,7 +12,9 @@
 #include "base/error.hpp"
 #include "base/strings.hpp"
 #include "cgroup/device_rules.hpp"
+#include "mount/config_mounts.hpp"
 #include "mount/mount_plan.hpp"
+#include "oci/resources.hpp"
 #include "sys/fs.hpp"
 
 namespace mrun::oci {
@@ -517,81 +519,80 @@ Error unsupported(const std::string& field, const std::string& why) {
                "mrun does not honour this yet; remove it from config.json");
 }
 
-bool same_set(std::vector<std::string> a, std::vector<std::string> b) {
-  std::sort(a.begin(), a.end());
-  std::sort(b.begin(), b.end());
-  a.erase(std::unique(a.begin(), a.end()), a.end());
-  b.erase(std::unique(b.begin(), b.end()), b.end());
-  return a == b;
-}
-
-bool has_option(const Mount& m, const std::string& option) {
-  return std::find(m.options.begin(), m.options.end(), option) != m.options.end();
-}
-
-// The kernel filesystems mrun mounts itself, always (mount_plan.cpp): accepted as
-// they are what mrun provides (see mrun-oci(1)).
-bool provided_by_mrun(const Mount& m) {
-  static const std::map<std::string, std::set<std::string>> provided{
-      {"/proc", {"proc"}},
-      {"/dev", {"tmpfs"}},
-      {"/dev/pts", {"devpts"}},
-      {"/dev/shm", {"tmpfs"}},
-      {"/dev/mqueue", {"mqueue"}},
-      {"/sys", {"sysfs", "none", "bind"}},
-      {"/sys/fs/cgroup", {"cgroup", "cgroup2"}},
-  };
-  auto it = provided.find(m.destination);
-  return it != provided.end() && it->second.count(m.type.value_or(""));
-}
-
-void convert_mounts(const Spec& spec, const std::string& bundle, runtime::ContainerConfig& c,
-                    const Logger& log) {
-  if (!spec.mounts) return;
-  for (const auto& m : *spec.mounts) {
-    if (provided_by_mrun(m)) {
-      log.debug("oci: " + m.destination + " (" + m.type.value_or("") + "): mrun's own mount");
-      continue;
+// The config's mount table, in its order (mount/config_mounts.hpp does the rest):
+// relative bind sources are the bundle's, every option is checked now, so that a bad
+// one is a 125 before anything is made.
+void convert_mounts(const Spec& spec, const std::string& bundle, runtime::ContainerConfig& c) {
+  mount::ConfigMountInput table;
+  for (const auto& m : spec.mounts.value_or(std::vector<Mount>{})) {
+    mount::ConfigMount out{m.destination, m.type.value_or(""), m.source.value_or(""), m.options};
+    const std::string what = out.type + " on " + m.destination;
+    bool bind = mount::parse_mount_options(m.options, what).bind || out.type == "bind";
+    if (bind) {
+      if (out.source.empty())
+        throw bad("mounts (" + m.destination + ")", "bind mount without a source");
+      if (out.source[0] != '/') out.source = bundle + "/" + out.source;
     }
-    bool bind = m.type.value_or("") == "bind" || has_option(m, "bind") || has_option(m, "rbind");
-    if (!bind) {
-      throw unsupported("mounts (" + m.type.value_or("") + " on " + m.destination + ")",
-                        "only bind mounts are supported");
-    }
-    static const std::set<std::string> known{"bind",  "rbind",  "ro",      "rw",      "nosuid",
-                                             "nodev", "noexec", "private", "rprivate"};
-    for (const auto& option : m.options) {
-      if (!known.count(option)) {
-        throw unsupported("mounts (" + m.destination + ")", "option \"" + option + "\"");
-      }
-    }
-    std::string source = m.source.value_or("");
-    if (source.empty()) throw bad("mounts (" + m.destination + ")", "bind mount without a source");
-    if (source[0] != '/') source = bundle + "/" + source;
-    c.volumes.push_back({source, m.destination, has_option(m, "ro")});
+    table.mounts.push_back(std::move(out));
   }
+  if (spec.linux) {
+    table.masked_paths = spec.linux->masked_paths.value_or(std::vector<std::string>{});
+    table.readonly_paths = spec.linux->readonly_paths.value_or(std::vector<std::string>{});
+    if (spec.linux->rootfs_propagation && !spec.linux->rootfs_propagation->empty()) {
+      mount::parse_propagation(*spec.linux->rootfs_propagation);  // a bad value: 125 now
+      table.rootfs_propagation = *spec.linux->rootfs_propagation;
+    }
+  }
+  table.read_only_root = c.read_only;
+  c.config_mounts = std::move(table);
 }
 
 void convert_namespaces(const Linux& l, std::uint32_t uid, std::uint32_t gid,
                         runtime::ContainerConfig& c, const Logger& log) {
-  std::set<std::string> types;
-  for (const auto& n : l.namespaces) {
-    if (n.path)
-      throw unsupported("linux.namespaces (" + n.type + ")", "joining a namespace by path");
-    types.insert(n.type);
-  }
-  for (const char* required : {"pid", "mount", "ipc", "uts"}) {
-    if (!types.count(required)) {
-      throw unsupported("linux.namespaces",
-                        std::string("sharing the host's ") + required + " namespace");
+  std::map<std::string, const Namespace*> by_type;
+  for (const auto& n : l.namespaces) by_type[n.type] = &n;
+  // Each kind: new when listed without a path, joined when listed with one, the
+  // caller's when absent (the runtime spec's three cases).
+  auto request = [&](const char* type) {
+    runtime::NamespaceRequest r;
+    auto it = by_type.find(type);
+    if (it == by_type.end()) {
+      r.source = runtime::NamespaceSource::callers;
+    } else if (it->second->path && !it->second->path->empty()) {
+      r.source = runtime::NamespaceSource::joined;
+      r.path = *it->second->path;
     }
+    return r;
+  };
+  c.namespaces.pid = request("pid");
+  c.namespaces.ipc = request("ipc");
+  c.namespaces.uts = request("uts");
+  c.namespaces.cgroup = request("cgroup");
+  c.namespaces.network = request("network");
+  c.network = c.namespaces.network.source == runtime::NamespaceSource::callers
+                  ? runtime::NetworkMode::host
+                  : runtime::NetworkMode::none;
+  if (c.namespaces.network.source == runtime::NamespaceSource::callers) {
+    c.namespaces.network = {};  // NetworkMode::host says it
   }
-  if (types.count("time")) throw unsupported("linux.namespaces (time)", "time namespaces");
-  c.network = types.count("network") ? runtime::NetworkMode::none : runtime::NetworkMode::host;
-  // user and cgroup: mrun always unshares a cgroup namespace, and a user namespace
-  // whenever its privilege model needs one (always rootless); say so, never hide it.
-  if (!types.count("cgroup")) log.debug("oci: mrun gives the container a cgroup namespace anyway");
-  if (!types.count("user")) log.debug("oci: no user namespace asked for; rootless mrun makes one");
+  if (!by_type.count("mount")) {
+    throw unsupported("linux.namespaces", "sharing the host's mount namespace");
+  }
+  if (by_type["mount"]->path && !by_type["mount"]->path->empty()) {
+    throw unsupported("linux.namespaces (mount)", "joining a mount namespace by path");
+  }
+  if (by_type.count("user") && by_type["user"]->path && !by_type["user"]->path->empty()) {
+    throw unsupported("linux.namespaces (user)", "joining a user namespace by path");
+  }
+  if (by_type.count("time")) throw unsupported("linux.namespaces (time)", "time namespaces");
+  if (c.namespaces.uts.source == runtime::NamespaceSource::callers &&
+      ((!c.hostname.empty()) || !c.domainname.empty())) {
+    throw bad("hostname",
+              "setting a hostname or domainname needs a uts namespace of the "
+              "container's own (add {\"type\": \"uts\"} to linux.namespaces)");
+  }
+  if (!by_type.count("user"))
+    log.debug("oci: no user namespace asked for; rootless mrun makes one");
   // mrun plans the maps itself: container root is the caller, plus /etc/subuid. A map
   // that says otherwise cannot be honoured yet.
   auto check = [](const std::optional<std::vector<IdMapping>>& maps, std::uint32_t id,
@@ -650,91 +651,50 @@ void convert_devices(const json& devices, runtime::ContainerConfig& c) {
   }
 }
 
-void convert_resources(const json& r, runtime::ContainerConfig& c) {
-  for (auto it = r.begin(); it != r.end(); ++it) {
-    const std::string& key = it.key();
-    const json& v = it.value();
-    if (key == "devices") {
-      // The device cgroup filter's extra allow rules (cgroup/device_rules.hpp); the
-      // usual leading deny-all is mrun's starting point anyway. Each field through
-      // get(): json::value() threw nlohmann's own type_error for a rule that is not an
-      // object or a field of another type (tests/fuzz/regressions/config/).
-      if (!v.is_array()) throw bad("linux.resources.devices", "must be an array");
-      std::vector<cgroup::OciDeviceRule> entries;
-      for (std::size_t i = 0; i < v.size(); ++i) {
-        const json& rule = v[i];
-        const std::string field = "linux.resources.devices[" + std::to_string(i) + "]";
-        object_at(rule, field);
-        cgroup::OciDeviceRule e;
-        get(rule, "allow", e.allow, field + ".");
-        get(rule, "type", e.type, field + ".");
-        get(rule, "major", e.major, field + ".");
-        get(rule, "minor", e.minor, field + ".");
-        get(rule, "access", e.access, field + ".");
-        entries.push_back(e);
-      }
-      c.device_rules = cgroup::rules_from_oci(entries);
-    } else if (key == "memory" && v.is_object()) {
-      for (auto m = v.begin(); m != v.end(); ++m) {
-        if (m.key() == "limit" && m.value().is_number_integer() &&
-            m.value().get<std::int64_t>() > 0) {
-          c.limits.memory = m.value().get<std::uint64_t>();
-        } else if (m.key() == "swap" && m.value().is_number_integer()) {
-          c.limits.memory_swap = m.value().get<std::int64_t>();
-        } else {
-          throw unsupported("linux.resources.memory." + m.key(), "not supported yet");
-        }
-      }
-    } else if (key == "pids" && v.is_object() && v.size() == 1 && v.contains("limit") &&
-               v["limit"].is_number_integer()) {
-      if (v["limit"].get<std::int64_t>() > 0) c.limits.pids = v["limit"].get<std::uint64_t>();
-    } else if (key == "cpu" && v.is_object()) {
-      // get(), not json::value(): a string threw nlohmann's type_error and a negative
-      // period wrapped round to 2^64-1 (tests/fuzz/regressions/config/).
-      std::int64_t quota = 0;
-      std::uint64_t period = 100000;
-      get(v, "quota", quota, "linux.resources.cpu.");
-      get(v, "period", period, "linux.resources.cpu.");
-      for (auto m = v.begin(); m != v.end(); ++m) {
-        if (m.key() != "quota" && m.key() != "period") {
-          throw unsupported("linux.resources.cpu." + m.key(), "not supported yet");
-        }
-      }
-      if (quota > 0 && period > 0) c.limits.cpus = double(quota) / double(period);
-    } else {
-      throw unsupported("linux.resources." + key, "not supported yet");
-    }
+// linux.resources, field by field (oci/resources.hpp); cgroup.cpp decides which of
+// them need a cgroup and writes them.
+void convert_resources(const json& r, runtime::ContainerConfig& c, const Logger& log) {
+  auto parsed = parse_resources(r, "config.json");
+  c.resources = std::move(parsed.resources);
+  if (parsed.device_rules) c.device_rules = std::move(*parsed.device_rules);
+  for (const auto& line : c.resources.ignored) log.warn("config.json: " + line);
+  for (const auto& field : parsed.unknown) {
+    log.debug("oci: " + field + ": not a runtime-spec property, ignored");
   }
-}
-
-// OCI lists every capability set explicitly; mrun's options are "drop all, add these".
-// Only the common shape (bounding = effective = permitted, no extra inheritable or
-// ambient) maps onto that exactly.
-void convert_capabilities(const Capabilities& caps, security::SecurityOptions& security) {
-  auto bounding = caps.bounding.value_or(std::vector<std::string>{});
-  auto same = [&](const std::optional<std::vector<std::string>>& set) {
-    return !set || set->empty() || same_set(*set, bounding);
-  };
-  if (!caps.effective || !same(caps.effective) || !same(caps.permitted)) {
-    throw unsupported("process.capabilities",
-                      "effective and permitted sets that differ from the bounding set");
-  }
-  if (!same(caps.inheritable) || !same(caps.ambient)) {
-    throw unsupported("process.capabilities", "inheritable or ambient sets of their own");
-  }
-  security.cap_drop = {"ALL"};
-  security.cap_add = bounding;
 }
 
 }  // namespace
 
 void convert_process_security(const Process& p, security::SecurityOptions& security) {
   security.no_new_privileges = p.no_new_privileges.value_or(false);
+  // Every set exactly as given; an absent set (or no capabilities at all) is empty.
+  security::CapabilitySets sets;
   if (p.capabilities) {
-    convert_capabilities(*p.capabilities, security);
-  } else {
-    security.cap_drop = {"ALL"};
+    sets.bounding = p.capabilities->bounding.value_or(std::vector<std::string>{});
+    sets.effective = p.capabilities->effective.value_or(std::vector<std::string>{});
+    sets.permitted = p.capabilities->permitted.value_or(std::vector<std::string>{});
+    sets.inheritable = p.capabilities->inheritable.value_or(std::vector<std::string>{});
+    sets.ambient = p.capabilities->ambient.value_or(std::vector<std::string>{});
   }
+  security.capability_sets = sets;
+  security.cap_add.clear();
+  security.cap_drop.clear();
+  security.privileged = false;
+}
+
+ProcessSettings convert_process_settings(const Process& p) {
+  ProcessSettings out;
+  out.user.uid = p.user.uid;
+  out.user.gid = p.user.gid;
+  out.user.additional_gids.assign(p.user.additional_gids.begin(), p.user.additional_gids.end());
+  if (p.user.umask) {
+    if (*p.user.umask > 0777) throw bad("process.user.umask", "must be at most 0777");
+    out.umask = static_cast<mode_t>(*p.user.umask);
+  }
+  for (const auto& r : p.rlimits) out.rlimits.push_back({r.type, r.soft, r.hard});
+  out.oom_score_adj = p.oom_score_adj;
+  runtime::validate_process_limits(out.rlimits, out.oom_score_adj);
+  return out;
 }
 
 Process parse_process_text(const std::string& text) {
@@ -782,8 +742,7 @@ std::string cgroup_parent_from_path(const std::string& path) {
 
 runtime::ContainerConfig to_container_config(const Spec& spec, const std::string& bundle,
                                              const std::string& id, std::uint32_t uid,
-                                             std::uint32_t gid, const std::string& scratch_dir,
-                                             const Logger& log) {
+                                             std::uint32_t gid, const Logger& log) {
   runtime::ContainerConfig c;
   c.name = id;
   c.bundle = bundle;
@@ -799,29 +758,27 @@ runtime::ContainerConfig to_container_config(const Spec& spec, const std::string
     c.env.push_back(entry);
   }
   c.workdir = p.cwd;
-  c.user = {p.user.uid, p.user.gid};
   c.tty = p.terminal.value_or(false);
-  if (!p.user.additional_gids.empty()) {
-    throw unsupported("process.user.additionalGids", "supplementary groups");
-  }
-  if (p.user.umask) {
-    if (*p.user.umask > 0777) throw bad("process.user.umask", "must be at most 0777");
-    c.umask = static_cast<mode_t>(*p.user.umask);
-  }
-  if (p.oom_score_adj) throw unsupported("process.oomScoreAdj", "an OOM score adjustment");
+  // user (with additionalGids), umask, rlimits and oomScoreAdj: applied by the
+  // container's process itself (runtime/become_command.hpp), never to mrun.
+  auto settings = convert_process_settings(p);
+  c.user = settings.user;
+  c.umask = settings.umask;
+  c.rlimits = settings.rlimits;
+  c.oom_score_adj = settings.oom_score_adj;
   if (p.apparmor_profile) log.debug("oci: process.apparmorProfile: unsupported, not applied");
   if (p.selinux_label) log.debug("oci: process.selinuxLabel: unsupported, not applied");
-  for (const auto& r : p.rlimits) log.debug("oci: rlimit " + r.type + " applied before clone");
   // The spec's defaults, not mrun run's: no capability set means none, no
   // noNewPrivileges means false, no linux.seccomp means no filter.
   convert_process_security(p, c.security);
 
   c.rootfs = spec.root->path[0] == '/' ? spec.root->path : bundle + "/" + spec.root->path;
   c.read_only = spec.root->readonly.value_or(false);
+  // The engine owns the rootfs (its snapshot): used as it is, writes land in it.
+  c.overlay = runtime::OverlayMode::none;
   c.hostname = spec.hostname.value_or("");
-  if (spec.domainname && !spec.domainname->empty())
-    throw unsupported("domainname", "a NIS domain name");
-  convert_mounts(spec, bundle, c, log);
+  c.domainname = spec.domainname.value_or("");
+  convert_mounts(spec, bundle, c);
   if (spec.hooks) {
     for (const auto& [stage, list] : spec.hooks->by_stage) {
       auto& out = runtime::hooks_of(c.hooks, stage);  // stage names checked by parse_spec
@@ -836,13 +793,19 @@ runtime::ContainerConfig to_container_config(const Spec& spec, const std::string
   if (!spec.linux) throw unsupported("linux", "a config without a linux section");
   const Linux& l = *spec.linux;
   for (auto it = l.extra.begin(); it != l.extra.end(); ++it) {
+    // Labels are SELinux's: where it is not enabled they mean nothing, and runc and crun
+    // ignore them there too. Where it is, mrun cannot apply them yet.
+    if (it.key() == "mountLabel" && !sys::exists("/sys/fs/selinux/enforce")) {
+      log.debug("oci: linux.mountLabel: SELinux is not enabled here; nothing to apply");
+      continue;
+    }
     static const std::set<std::string> spec_fields{"mountLabel", "intelRdt", "personality",
                                                    "timeOffsets", "memoryPolicy"};
     if (spec_fields.count(it.key())) throw unsupported("linux." + it.key(), "not supported yet");
   }
   convert_namespaces(l, uid, gid, c, log);
   if (l.devices) convert_devices(*l.devices, c);
-  if (l.resources) convert_resources(*l.resources, c);
+  if (l.resources) convert_resources(*l.resources, c, log);
   if (l.cgroups_path && !l.cgroups_path->empty()) {
     // Rootless, mrun's leaf goes where it can move the container: its delegated subtree.
     if (uid == 0) {
@@ -868,79 +831,13 @@ runtime::ContainerConfig to_container_config(const Spec& spec, const std::string
       c.sysctl[key] = value;
     }
   }
-  if (l.rootfs_propagation && *l.rootfs_propagation != "private" &&
-      *l.rootfs_propagation != "rprivate") {
-    throw unsupported("linux.rootfsPropagation",
-                      "\"" + *l.rootfs_propagation + "\" (mrun makes the rootfs rprivate)");
-  }
-  // mrun masks and write-protects fixed lists (mount_plan.cpp); a path outside both
-  // cannot be honoured yet. One of runc's masked paths (/proc/asound) is read-only in
-  // mrun's lists: said under --debug.
-  auto within = [&log](const std::optional<std::vector<std::string>>& asked,
-                       const std::vector<std::string>& same, const std::vector<std::string>& other,
-                       const char* field) {
-    if (!asked) return;
-    auto has = [](const std::vector<std::string>& v, const std::string& item) {
-      return std::find(v.begin(), v.end(), item) != v.end();
-    };
-    for (const auto& path : *asked) {
-      if (has(same, path)) continue;
-      if (!has(other, path)) {
-        throw unsupported(field, "\"" + path + "\" is not in mrun's built-in lists");
-      }
-      log.debug(std::string("oci: ") + field + " " + path + ": mrun's built-in list treats it as " +
-                (has(mount::default_masked_paths(), path) ? "masked" : "read-only"));
-    }
-  };
-  within(l.masked_paths, mount::default_masked_paths(), mount::default_read_only_paths(),
-         "linux.maskedPaths");
-  within(l.readonly_paths, mount::default_read_only_paths(), mount::default_masked_paths(),
-         "linux.readonlyPaths");
   if (l.seccomp) {
-    sys::make_dirs(scratch_dir, 0700);
-    std::string path = scratch_dir + "/" + id + ".seccomp.json";
-    std::ofstream out(path, std::ios::trunc);
-    out << l.seccomp->dump();
-    if (!out.flush()) throw_errno("write " + path);
     c.security.seccomp = security::SeccompMode::file;
-    c.security.seccomp_profile = path;
+    c.security.seccomp_profile_json = l.seccomp->dump();
   } else {
     c.security.seccomp = security::SeccompMode::unconfined;
   }
   return c;
-}
-
-void apply_rlimits(const Spec& spec) {
-  if (!spec.process) return;
-  static const std::map<std::string, int> names{
-      {"RLIMIT_AS", RLIMIT_AS},
-      {"RLIMIT_CORE", RLIMIT_CORE},
-      {"RLIMIT_CPU", RLIMIT_CPU},
-      {"RLIMIT_DATA", RLIMIT_DATA},
-      {"RLIMIT_FSIZE", RLIMIT_FSIZE},
-      {"RLIMIT_LOCKS", RLIMIT_LOCKS},
-      {"RLIMIT_MEMLOCK", RLIMIT_MEMLOCK},
-      {"RLIMIT_MSGQUEUE", RLIMIT_MSGQUEUE},
-      {"RLIMIT_NICE", RLIMIT_NICE},
-      {"RLIMIT_NOFILE", RLIMIT_NOFILE},
-      {"RLIMIT_NPROC", RLIMIT_NPROC},
-      {"RLIMIT_RSS", RLIMIT_RSS},
-      {"RLIMIT_RTPRIO", RLIMIT_RTPRIO},
-      {"RLIMIT_RTTIME", RLIMIT_RTTIME},
-      {"RLIMIT_SIGPENDING", RLIMIT_SIGPENDING},
-      {"RLIMIT_STACK", RLIMIT_STACK},
-  };
-  for (const auto& r : spec.process->rlimits) {
-    auto it = names.find(r.type);
-    if (it == names.end()) throw bad("process.rlimits", "unknown rlimit \"" + r.type + "\"");
-    struct rlimit limit {
-      r.soft, r.hard
-    };
-    if (::setrlimit(it->second, &limit) != 0) {
-      throw_errno("config.json: process.rlimits: set " + r.type,
-                  "a rootless container cannot raise a hard limit above yours");
-    }
-  }
 }
 
 }  // namespace mrun::oci

@@ -136,28 +136,34 @@ Spec load_bundle(const std::string& bundle);
 // The subset mrun honours today. Anything else that is set fails with an Error naming
 // the property (exit 125); labels (apparmor, selinux) are accepted and reported under
 // --debug, as the issue asks. `uid`/`gid` are the caller's (the id maps must agree with
-// them). linux.seccomp is written to <scratch_dir>/<id>.seccomp.json for the compiler.
+// them). linux.seccomp travels as text in the security options (nothing is written).
 runtime::ContainerConfig to_container_config(const Spec& spec, const std::string& bundle,
                                              const std::string& id, std::uint32_t uid,
-                                             std::uint32_t gid, const std::string& scratch_dir,
-                                             const Logger& log);
+                                             std::uint32_t gid, const Logger& log);
 
 // A process object alone (`mrun exec --process FILE`, runc's process.json): parsed and
 // type-checked as config.json's, args non-empty, cwd absolute when given. Errors start
 // with "process.json: ".
 Process parse_process_text(const std::string& text);
-// process.noNewPrivileges and capabilities as mrun's security options (the spec's
-// defaults: none of either when absent). Throws for sets mrun cannot express.
+// process.noNewPrivileges and the five capability sets, exactly, as mrun's security
+// options (the spec's defaults: none of either when absent).
 void convert_process_security(const Process& p, security::SecurityOptions& security);
+
+// process.user (uid, gid, additionalGids, umask), rlimits and oomScoreAdj as the
+// runtime's types, for create and `mrun exec --process` alike; the container's process
+// applies them (runtime/become_command.hpp). Throws naming the field.
+struct ProcessSettings {
+  runtime::UserSpec user;
+  std::optional<mode_t> umask;
+  std::vector<runtime::Rlimit> rlimits;
+  std::optional<int> oom_score_adj;
+};
+ProcessSettings convert_process_settings(const Process& p);
 
 // linux.cgroupsPath as the parent directory of mrun's leaf (mrun names the leaf itself,
 // mrun-<id>), relative to the cgroup2 root: systemd's "slice:prefix:name" (as engines
 // pass it with --systemd-cgroup) gives the slice's directory ("machine-a.slice" ->
 // "machine.slice/machine-a.slice"), a cgroupfs path "/a/b/c" gives "a/b".
 std::string cgroup_parent_from_path(const std::string& path);
-
-// process.rlimits, applied to the calling process before clone (inherited by the
-// container). Throws naming the limit when the kernel refuses it.
-void apply_rlimits(const Spec& spec);
 
 }  // namespace mrun::oci

@@ -1,10 +1,37 @@
 #include "runtime/config.hpp"
 
+#include <sys/resource.h>
+
 #include <cerrno>
+#include <map>
 
 #include "base/error.hpp"
 
 namespace mrun::runtime {
+
+std::optional<int> rlimit_resource(const std::string& type) {
+  static const std::map<std::string, int> names{
+      {"RLIMIT_AS", RLIMIT_AS},
+      {"RLIMIT_CORE", RLIMIT_CORE},
+      {"RLIMIT_CPU", RLIMIT_CPU},
+      {"RLIMIT_DATA", RLIMIT_DATA},
+      {"RLIMIT_FSIZE", RLIMIT_FSIZE},
+      {"RLIMIT_LOCKS", RLIMIT_LOCKS},
+      {"RLIMIT_MEMLOCK", RLIMIT_MEMLOCK},
+      {"RLIMIT_MSGQUEUE", RLIMIT_MSGQUEUE},
+      {"RLIMIT_NICE", RLIMIT_NICE},
+      {"RLIMIT_NOFILE", RLIMIT_NOFILE},
+      {"RLIMIT_NPROC", RLIMIT_NPROC},
+      {"RLIMIT_RSS", RLIMIT_RSS},
+      {"RLIMIT_RTPRIO", RLIMIT_RTPRIO},
+      {"RLIMIT_RTTIME", RLIMIT_RTTIME},
+      {"RLIMIT_SIGPENDING", RLIMIT_SIGPENDING},
+      {"RLIMIT_STACK", RLIMIT_STACK},
+  };
+  auto it = names.find(type);
+  if (it == names.end()) return std::nullopt;
+  return it->second;
+}
 
 std::string to_string(OverlayMode mode) {
   switch (mode) {
@@ -67,6 +94,25 @@ bool valid_container_name(const std::string& name) {
   return true;
 }
 
+void validate_process_limits(const std::vector<Rlimit>& rlimits,
+                             const std::optional<int>& oom_score_adj) {
+  for (const auto& r : rlimits) {
+    if (!rlimit_resource(r.type)) {
+      throw Error("process.rlimits: unknown rlimit \"" + r.type + "\"", EINVAL,
+                  "use a name from getrlimit(2), such as RLIMIT_NOFILE");
+    }
+    if (r.soft > r.hard) {
+      throw Error("process.rlimits: " + r.type + ": soft limit " + std::to_string(r.soft) +
+                      " is above the hard limit " + std::to_string(r.hard),
+                  EINVAL, "the soft limit must not exceed the hard one");
+    }
+  }
+  if (oom_score_adj && (*oom_score_adj < -1000 || *oom_score_adj > 1000)) {
+    throw Error("process.oomScoreAdj " + std::to_string(*oom_score_adj) + " is outside -1000..1000",
+                EINVAL);
+  }
+}
+
 void validate(const ContainerConfig& config) {
   if (!valid_container_name(config.name)) {
     throw Error("invalid container name \"" + config.name + "\"", EINVAL,
@@ -98,6 +144,7 @@ void validate(const ContainerConfig& config) {
                     to_string(config.network),
                 EINVAL, "drop it, or choose --network=slirp4netns or --network=pasta");
   }
+  validate_process_limits(config.rlimits, config.oom_score_adj);
   // With --console-socket the pty goes to whoever listens there; else nobody would have it.
   if (config.tty && config.detach && config.console_socket.empty()) {
     throw Error("--tty cannot be combined with --detach", EINVAL,

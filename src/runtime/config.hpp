@@ -5,13 +5,15 @@
 #include <sys/types.h>
 
 #include <array>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "cgroup/device_rules.hpp"
-#include "cgroup/limits.hpp"
+#include "cgroup/resources.hpp"
+#include "mount/config_mounts.hpp"
 #include "mount/devices.hpp"
 #include "net/publish_spec.hpp"
 #include "runtime/hooks.hpp"
@@ -44,6 +46,35 @@ struct UserSpec {
   // the image's /etc/passwd itself, after pivot_root (runtime/image_user.hpp); `gid`
   // (0) when the image does not list the uid.
   bool gid_from_image = false;
+  // process.user.additionalGids: the supplementary groups, set with setgroups(2) once
+  // the id maps are written. Empty: none (the caller's are dropped, see keep_groups).
+  std::vector<gid_t> additional_gids;
+};
+
+// process.rlimits: one resource limit of the container's process (set in it before it
+// execs the command; mrun itself and its helpers keep their own).
+struct Rlimit {
+  std::string type;  // "RLIMIT_NOFILE"
+  std::uint64_t soft = 0;
+  std::uint64_t hard = 0;
+};
+// The setrlimit(2) resource of "RLIMIT_NOFILE" and the rest; nullopt for a name Linux
+// does not have.
+std::optional<int> rlimit_resource(const std::string& type);
+
+// One of the container's namespaces as an OCI config asks for it (linux.namespaces):
+// new (mrun run's only choice), the caller's own (the kind absent from the config), or
+// an existing one joined by path (an engine's pod or network namespace).
+enum class NamespaceSource { fresh, callers, joined };
+struct NamespaceRequest {
+  NamespaceSource source = NamespaceSource::fresh;
+  std::string path;  // joined: /proc/PID/ns/net, /run/netns/NAME, ...
+};
+// The kinds mrun lets a config choose. The mount namespace is always new and the user
+// namespace is the privilege model's (runtime/privilege.hpp); the network namespace is
+// NetworkMode (host: the caller's) plus `network.path` when one is joined.
+struct NamespaceRequests {
+  NamespaceRequest pid, ipc, uts, network, cgroup;
 };
 
 struct ContainerConfig {
@@ -53,8 +84,14 @@ struct ContainerConfig {
   std::vector<std::string> env;   // KEY=VALUE, final
   std::string workdir = "/";
   UserSpec user;
-  std::string hostname;
+  std::string hostname;    // empty: left as the UTS namespace has it (runc's rule)
+  std::string domainname;  // empty: likewise
+  NamespaceRequests namespaces;
   std::vector<Volume> volumes;
+  // An OCI config's mount table (mounts, maskedPaths, readonlyPaths,
+  // rootfsPropagation), honoured as given instead of mrun run's own /proc, /dev, /sys
+  // and lists; the launcher fills in the host's side (mknod, linux.devices).
+  std::optional<mount::ConfigMountInput> config_mounts;
   bool read_only = false;
   OverlayMode overlay = OverlayMode::automatic;
   UsernsMode userns = UsernsMode::automatic;
@@ -66,7 +103,9 @@ struct ContainerConfig {
   bool detach = false;
   bool remove_on_exit = false;
   security::SecurityOptions security;  // --security-opt, --cap-add/--cap-drop, --privileged
-  cgroup::Limits limits;               // --memory, --memory-swap, --pids-limit, --cpus
+  // linux.resources (cgroup/resources.hpp); mrun run's --memory, --memory-swap,
+  // --pids-limit and --cpus become these too (cgroup::to_resources).
+  cgroup::Resources resources;
   CgroupsMode cgroups = CgroupsMode::enabled;
   std::string cgroup_parent;  // --cgroup-parent, relative to the cgroup2 root; empty: default
   std::vector<mount::DeviceSpec> devices;  // --device
@@ -77,6 +116,10 @@ struct ContainerConfig {
   // by the container's init once its namespaces exist.
   std::map<std::string, std::string> sysctl;
   std::optional<mode_t> umask;  // process.user.umask; unset: inherited from mrun
+  std::vector<Rlimit> rlimits;  // process.rlimits, applied in the container's process
+  // process.oomScoreAdj, written to /proc/self/oom_score_adj by the container's
+  // process; unset: inherited from mrun.
+  std::optional<int> oom_score_adj;
   DeviceFilterMode device_filter = DeviceFilterMode::automatic;  // --device-filter
   // Allow rules beyond the default set and the --device/--gpu nodes (OCI
   // linux.resources.devices).
@@ -108,5 +151,9 @@ bool uses_network_helper(NetworkMode mode);
 // Throws mrun::Error naming the field and the fix.
 void validate(const ContainerConfig& config);
 bool valid_container_name(const std::string& name);
+// process.rlimits (known names, soft <= hard) and oomScoreAdj (-1000..1000), for the
+// container's process and for `mrun exec`'s.
+void validate_process_limits(const std::vector<Rlimit>& rlimits,
+                             const std::optional<int>& oom_score_adj);
 
 }  // namespace mrun::runtime

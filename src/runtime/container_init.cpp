@@ -17,9 +17,8 @@
 #include "base/error.hpp"
 #include "base/strings.hpp"
 #include "mount/mount_apply.hpp"
-#include "runtime/exec_failure.hpp"
+#include "runtime/become_command.hpp"
 #include "runtime/hooks.hpp"
-#include "runtime/image_user.hpp"
 #include "runtime/reaper.hpp"
 #include "sys/fs.hpp"
 #include "sys/syscalls.hpp"
@@ -112,37 +111,6 @@ void prepare_workdir(const std::string& workdir) {
   }
 }
 
-void change_ids(const LaunchSpec& spec) {
-  UserSpec user = spec.config.user;
-  // After pivot_root: the image's own /etc/passwd, read by the container's process.
-  if (user.gid_from_image) user.gid = primary_gid_in_image(user.uid, user.gid);
-  if (user.uid == 0 && user.gid == 0) return;
-  if (::setresgid(user.gid, user.gid, user.gid) != 0) {
-    throw_errno("switch to gid " + std::to_string(user.gid),
-                "the gid must be mapped in the user namespace (0-65535 with subordinate ids)");
-  }
-  if (::setresuid(user.uid, user.uid, user.uid) != 0) {
-    throw_errno("switch to uid " + std::to_string(user.uid),
-                "the uid must be mapped in the user namespace (0-65535 with subordinate ids)");
-  }
-}
-
-// The uid/gid switch sits between the two halves of the capability setup: the bounding
-// set is cut (and, for a non-root user, PR_SET_KEEPCAPS set) while we still hold every
-// capability; the final sets and no_new_privs follow once the ids are the command's.
-void switch_user(const LaunchSpec& spec) {
-  security::confine_before_user_switch(spec.security);
-  change_ids(spec);
-  security::confine_after_user_switch(spec.security);
-}
-
-std::string env_value(const std::vector<std::string>& env, const std::string& key) {
-  for (const auto& entry : env) {
-    if (starts_with(entry, key + "=")) return entry.substr(key.size() + 1);
-  }
-  return {};
-}
-
 // After the last credential change (which clears it): die with mrun. If mrun died
 // already, the signal was never armed, so check through its pidfd. A sibling of the
 // monitor (OCI create) arms no signal: its parent is `mrun create`, which exits.
@@ -152,15 +120,6 @@ void die_with_parent(const LaunchSpec& spec, const UniqueFd& parent_pidfd) {
     parent_pidfd.get(), POLLIN, 0
   };
   if (::poll(&p, 1, 0) > 0) ::_exit(exit_code::runtime_error);
-}
-
-void reset_signals() {
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  for (int sig = 1; sig < NSIG; ++sig) {
-    if (sig != SIGKILL && sig != SIGSTOP) ::signal(sig, SIG_DFL);
-  }
 }
 
 // OCI create: opened O_PATH while the host's state dir is still reachable (before
@@ -226,26 +185,26 @@ void join_new_keyring(const LaunchSpec& spec) {
   }
 }
 
+// The shared sequence of run and exec (runtime/become_command.hpp: user, groups,
+// rlimits, capabilities, seccomp last), with the container's own steps before the
+// filter: die with mrun once the credentials are final, and (OCI create) wait for start.
 [[noreturn]] void exec_command(const LaunchSpec& spec, const SyncChannel& sync,
                                const UniqueFd& parent_pidfd, const UniqueFd& exec_fifo,
                                const std::string& state_json) {
-  const auto& args = spec.config.args;
-  std::string path = resolve_command(args.front(), env_value(spec.config.env, "PATH"));
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  std::vector<char*> envp;
-  for (const auto& e : spec.config.env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-  die_with_parent(spec, parent_pidfd);
-  reset_signals();
-  if (spec.config.umask) ::umask(*spec.config.umask);
-  wait_for_start(spec, sync, exec_fifo, state_json);
-  sys::keep_fds_across_exec(spec.config.preserve_fds);
-  // Last, so that the filter judges the command and nothing of mrun's own setup.
-  security::load_seccomp_last(spec.security);
-  ::execve(path.c_str(), argv.data(), envp.data());
-  throw exec_error(args.front(), path, errno);
+  const ContainerConfig& config = spec.config;
+  CommandProcess process;
+  process.args = config.args;
+  process.env = config.env;
+  process.user = config.user;
+  process.umask = config.umask;
+  process.rlimits = config.rlimits;
+  process.keep_groups = config.keep_groups;
+  process.may_setgroups = spec.may_setgroups;
+  process.preserve_fds = config.preserve_fds;
+  become_command(process, spec.security, [&] {
+    die_with_parent(spec, parent_pidfd);
+    wait_for_start(spec, sync, exec_fifo, state_json);
+  });
 }
 
 // --init: PID 1 becomes mrun's reaper and the command runs as its child (PID 2). The
@@ -293,46 +252,19 @@ std::string session_keyring_name(const std::string& id) {
   return "_ses." + id;
 }
 
-std::string resolve_command(const std::string& name, const std::string& path_env) {
-  auto check = [&](const std::string& candidate, bool searched) -> int {
-    struct stat st {};
-    if (::stat(candidate.c_str(), &st) != 0) return ENOENT;
-    if (S_ISDIR(st.st_mode)) return searched ? ENOENT : EISDIR;
-    if (::access(candidate.c_str(), X_OK) != 0) return EACCES;
-    return 0;
-  };
-  if (name.find('/') != std::string::npos) {
-    int err = check(name, false);
-    if (err == ENOENT) {
-      throw Error("executable file `" + name + "` not found", ENOENT, {}, exit_code::not_found);
-    }
-    if (err != 0) throw Error("cannot execute `" + name + "`", err, {}, exit_code::cannot_execute);
-    return name;
-  }
-  int denied = 0;
-  for (const auto& dir : split(path_env, ':')) {
-    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
-    int err = check(candidate, true);
-    if (err == 0) return candidate;
-    if (err == EACCES) denied = err;
-  }
-  if (denied != 0) {
-    throw Error("cannot execute `" + name + "`", denied, {}, exit_code::cannot_execute);
-  }
-  throw Error("executable file `" + name + "` not found in $PATH", ENOENT, {},
-              exit_code::not_found);
-}
-
-void container_main(const LaunchSpec& spec, const SyncChannel& sync, const UniqueFd& parent_pidfd) {
+void container_main(const LaunchSpec& spec, const SyncChannel& sync, const UniqueFd& parent_pidfd,
+                    const NamespaceJoin* join) {
   try {
     // Its own session: terminal signals reach mrun, which forwards them once.
     ::setsid();
     wait_for_id_maps(sync);
+    if (join) join->enter_for_good();
     UniqueFd exec_fifo = open_exec_fifo(spec);
     // Now inside the leaf (the parent moved us before ids_mapped): a cgroup namespace
     // made here has the leaf as its root. Needs CAP_SYS_ADMIN in our user namespace,
     // which we hold as its root once the maps are written.
-    if (spec.own_cgroup && ::unshare(CLONE_NEWCGROUP) != 0) {
+    if (spec.own_cgroup && spec.config.namespaces.cgroup.source == NamespaceSource::fresh &&
+        ::unshare(CLONE_NEWCGROUP) != 0) {
       throw_errno("enter a cgroup namespace rooted at the container's cgroup");
     }
     drop_host_groups(spec);
@@ -346,12 +278,20 @@ void container_main(const LaunchSpec& spec, const SyncChannel& sync, const Uniqu
     } else {
       sys::pivot_into(spec.layers.merged);
     }
+    mount::apply_root_propagation(spec.mounts);
     if (spec.device_grants) {
       sync.send(SyncType::need_device_grant);
       sync.expect(SyncType::device_grants_done);
     }
-    sys::set_hostname(spec.config.hostname);
-    if (spec.config.network != NetworkMode::host) sys::bring_loopback_up();
+    // Only when given (runc's rule: an engine's empty hostname leaves the UTS
+    // namespace's, which a joined pod namespace has set already).
+    if (!spec.config.hostname.empty()) sys::set_hostname(spec.config.hostname);
+    if (!spec.config.domainname.empty()) sys::set_domainname(spec.config.domainname);
+    // A new network namespace's loopback is down; a joined one is its owner's.
+    if (spec.config.network != NetworkMode::host &&
+        spec.config.namespaces.network.source == NamespaceSource::fresh) {
+      sys::bring_loopback_up();
+    }
     join_new_keyring(spec);
     if (spec.config.tty) {
       attach_new_pty(sync, true);
@@ -359,8 +299,10 @@ void container_main(const LaunchSpec& spec, const SyncChannel& sync, const Uniqu
       attach_stdio(spec);
     }
     prepare_workdir(spec.config.workdir);
+    // While still dumpable (--init's PID 1 is not, and then cannot open its own file):
+    // the reaper and the command share it (runtime/become_command.hpp).
+    if (spec.config.oom_score_adj) set_oom_score_adj(*spec.config.oom_score_adj);
     if (spec.config.init) become_reaper_and_fork_command(spec, sync, parent_pidfd);
-    switch_user(spec);
     exec_command(spec, sync, parent_pidfd, exec_fifo, state_json);
   } catch (const Error& e) {
     report_and_exit(sync, e);

@@ -4,20 +4,18 @@
 
 #include "base/unique_fd.hpp"
 #include "runtime/launch_spec.hpp"
+#include "runtime/namespace_join.hpp"
 #include "runtime/sync_channel.hpp"
 
 namespace mrun::runtime {
 
+// `join`: namespaces the container's process enters itself, first (none: nullptr).
 [[noreturn]] void container_main(const LaunchSpec& spec, const SyncChannel& sync,
-                                 const UniqueFd& parent_pidfd);
+                                 const UniqueFd& parent_pidfd, const NamespaceJoin* join);
 
 // The session keyring a container joins unless --no-new-keyring: "_ses.<id>", as runc
 // names it (keyctl show in the container says whose it is).
 std::string session_keyring_name(const std::string& id);
-
-// Command lookup as execvp does it, against the container's PATH; throws an Error
-// carrying exit status 127 (not found) or 126 (not executable).
-std::string resolve_command(const std::string& name, const std::string& path_env);
 
 // Opens a pty inside the container's own devpts (so `tty` shows /dev/pts/N there),
 // hands the master to mrun over SYNC, optionally waits until mrun has taken it (run

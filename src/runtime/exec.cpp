@@ -1,7 +1,6 @@
 #include "runtime/exec.hpp"
 
 #include <fcntl.h>
-#include <grp.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -15,10 +14,9 @@
 #include "base/error.hpp"
 #include "base/strings.hpp"
 #include "mount/devices.hpp"
+#include "runtime/become_command.hpp"
 #include "runtime/cloned_binary.hpp"
 #include "runtime/container_init.hpp"
-#include "runtime/exec_failure.hpp"
-#include "runtime/image_user.hpp"
 #include "runtime/supervise.hpp"
 #include "runtime/sync_channel.hpp"
 #include "security/security_plan.hpp"
@@ -46,11 +44,40 @@ security::SeccompMode seccomp_mode_from(const std::string& name) {
   return security::SeccompMode::automatic;
 }
 
-std::string env_value(const std::vector<std::string>& env, const std::string& key) {
-  for (const auto& entry : env) {
-    if (starts_with(entry, key + "=")) return entry.substr(key.size() + 1);
+json capability_sets_to_json(const std::optional<security::CapabilitySets>& sets) {
+  if (!sets) return nullptr;
+  return {{"bounding", sets->bounding},
+          {"effective", sets->effective},
+          {"permitted", sets->permitted},
+          {"inheritable", sets->inheritable},
+          {"ambient", sets->ambient}};
+}
+
+std::optional<security::CapabilitySets> capability_sets_from_json(const json& j) {
+  if (j.is_null()) return std::nullopt;
+  security::CapabilitySets sets;
+  sets.bounding = j.at("bounding").get<std::vector<std::string>>();
+  sets.effective = j.at("effective").get<std::vector<std::string>>();
+  sets.permitted = j.at("permitted").get<std::vector<std::string>>();
+  sets.inheritable = j.at("inheritable").get<std::vector<std::string>>();
+  sets.ambient = j.at("ambient").get<std::vector<std::string>>();
+  return sets;
+}
+
+json rlimits_to_json(const std::vector<Rlimit>& rlimits) {
+  json out = json::array();
+  for (const auto& r : rlimits)
+    out.push_back({{"type", r.type}, {"soft", r.soft}, {"hard", r.hard}});
+  return out;
+}
+
+std::vector<Rlimit> rlimits_from_json(const json& j) {
+  std::vector<Rlimit> out;
+  for (const auto& r : j) {
+    out.push_back({r.at("type").get<std::string>(), r.at("soft").get<std::uint64_t>(),
+                   r.at("hard").get<std::uint64_t>()});
   }
-  return {};
+  return out;
 }
 
 }  // namespace
@@ -64,6 +91,9 @@ ExecDefaults exec_defaults_of(const ContainerConfig& config, const PrivilegeMode
   d.security = config.security;
   d.keep_groups = config.keep_groups;
   d.host_capabilities = privilege.host_capabilities;
+  d.umask = config.umask;
+  d.rlimits = config.rlimits;
+  d.oom_score_adj = config.oom_score_adj;
   return d;
 }
 
@@ -75,12 +105,18 @@ std::string exec_defaults_to_json(const ExecDefaults& d) {
             {"gid_from_image", d.user.gid_from_image},
             {"seccomp", seccomp_mode_name(d.security.seccomp)},
             {"seccomp_profile", d.security.seccomp_profile},
+            {"seccomp_profile_json", d.security.seccomp_profile_json},
             {"no_new_privileges", d.security.no_new_privileges},
             {"cap_add", d.security.cap_add},
             {"cap_drop", d.security.cap_drop},
             {"privileged", d.security.privileged},
             {"keep_groups", d.keep_groups},
-            {"host_capabilities", d.host_capabilities}};
+            {"host_capabilities", d.host_capabilities},
+            {"additional_gids", d.user.additional_gids},
+            {"capability_sets", capability_sets_to_json(d.security.capability_sets)},
+            {"rlimits", rlimits_to_json(d.rlimits)}};
+  if (d.umask) j["umask"] = *d.umask;
+  if (d.oom_score_adj) j["oom_score_adj"] = *d.oom_score_adj;
   return j.dump();
 }
 
@@ -92,12 +128,18 @@ ExecDefaults exec_defaults_from_json(const std::string& text) {
   d.user = {j.at("uid").get<uid_t>(), j.at("gid").get<gid_t>(), j.value("gid_from_image", false)};
   d.security.seccomp = seccomp_mode_from(j.at("seccomp").get<std::string>());
   d.security.seccomp_profile = j.at("seccomp_profile").get<std::string>();
+  d.security.seccomp_profile_json = j.value("seccomp_profile_json", std::string());
   d.security.no_new_privileges = j.at("no_new_privileges").get<bool>();
   d.security.cap_add = j.at("cap_add").get<std::vector<std::string>>();
   d.security.cap_drop = j.at("cap_drop").get<std::vector<std::string>>();
   d.security.privileged = j.at("privileged").get<bool>();
   d.keep_groups = j.at("keep_groups").get<bool>();
   d.host_capabilities = j.at("host_capabilities").get<bool>();
+  d.user.additional_gids = j.value("additional_gids", std::vector<gid_t>{});
+  d.security.capability_sets = capability_sets_from_json(j.value("capability_sets", json()));
+  d.rlimits = rlimits_from_json(j.value("rlimits", json::array()));
+  if (j.contains("umask")) d.umask = j.at("umask").get<mode_t>();
+  if (j.contains("oom_score_adj")) d.oom_score_adj = j.at("oom_score_adj").get<int>();
   return d;
 }
 
@@ -128,7 +170,7 @@ UserSpec parse_exec_user(const std::string& text, const UserSpec& fallback) {
   auto uid = parse_u64(parts[0]);
   if (!uid || *uid > 0xfffffffeULL) throw bad();
   // As runc: without a GID, the uid's primary group in the image (looked up inside).
-  UserSpec user{static_cast<uid_t>(*uid), fallback.gid, true};
+  UserSpec user{static_cast<uid_t>(*uid), fallback.gid, true, fallback.additional_gids};
   if (parts.size() == 2) {
     user.gid_from_image = false;
     auto gid = parse_u64(parts[1]);
@@ -170,39 +212,23 @@ Joined namespaces_to_join(pid_t pid) {
   return joined;
 }
 
-// The process itself, inside every namespace of the container.
+// The process itself, inside every namespace of the container (its mount namespace and
+// root too: /etc/passwd is the container's own file).
 [[noreturn]] void exec_process(const ExecRequest& request, const security::SecurityPlan& plan,
                                bool may_setgroups, const SyncChannel& sync) {
   ::setsid();
   if (request.tty) attach_new_pty(sync, false);
   if (::chdir(request.cwd.c_str()) != 0) throw_errno("change to working directory " + request.cwd);
-  if (may_setgroups && !request.keep_groups && ::setgroups(0, nullptr) != 0) {
-    throw_errno("drop supplementary groups");
-  }
-  security::confine_before_user_switch(plan);
-  // Inside the container's mount namespace and root already (setns): its own file.
-  const gid_t gid = request.user.gid_from_image
-                        ? primary_gid_in_image(request.user.uid, request.user.gid)
-                        : request.user.gid;
-  if (::setresgid(gid, gid, gid) != 0) throw_errno("switch to gid " + std::to_string(gid));
-  if (::setresuid(request.user.uid, request.user.uid, request.user.uid) != 0) {
-    throw_errno("switch to uid " + std::to_string(request.user.uid));
-  }
-  security::confine_after_user_switch(plan);
-  std::string path = resolve_command(request.args.front(), env_value(request.env, "PATH"));
-  std::vector<char*> argv;
-  for (const auto& a : request.args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  std::vector<char*> envp;
-  for (const auto& e : request.env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  sys::keep_fds_across_exec(request.preserve_fds);
-  security::load_seccomp_last(plan);
-  ::execve(path.c_str(), argv.data(), envp.data());
-  throw exec_error(request.args.front(), path, errno);
+  CommandProcess process;
+  process.args = request.args;
+  process.env = request.env;
+  process.user = request.user;
+  process.umask = request.umask;
+  process.rlimits = request.rlimits;
+  process.keep_groups = request.keep_groups;
+  process.may_setgroups = may_setgroups;
+  process.preserve_fds = request.preserve_fds;
+  become_command(process, plan);
 }
 
 [[noreturn]] void report(const SyncChannel& sync, const Error& e) {
@@ -256,6 +282,10 @@ int exec_in_container(const ContainerState& state, const ExecRequest& request,
   if (middle.pid == 0) {
     parent_end.close();
     try {
+      // process.oomScoreAdj first: a non-dumpable process cannot open its own
+      // /proc/self/oom_score_adj from inside a rootless container (become_command.hpp);
+      // written here, on the host side, the process cloned below inherits it.
+      if (request.oom_score_adj) set_oom_score_adj(*request.oom_score_adj);
       // Defence in depth, until the process execs (execve makes it dumpable again): a
       // non-dumpable process's /proc/PID files belong to root of the user namespace its
       // memory was made in (the host's, for mrun), and /proc/PID/exe, fd/, mem, environ

@@ -5,13 +5,14 @@
 // bundle: the launcher records what exec needs in <state dir>/exec.json.
 //
 //   mrun exec ─ fork ─ I: join cgroup, setns(all) ─ clone(CLONE_PARENT) ─ P (in the
-//   container's pid namespace, mrun exec's child) ─ pty? ─ chdir ─ user ─ caps ─ seccomp
-//   ─ execve
+//   container's pid namespace, mrun exec's child) ─ pty? ─ chdir ─ become_command
+//   (runtime/become_command.hpp: the same steps as the container's own command)
 //
 // I exits at once; P is mrun exec's own child, so it is waited for (and its signals
 // forwarded) like `mrun run`'s container. --detach returns once P has exec'd.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,10 +28,13 @@ namespace mrun::runtime {
 struct ExecDefaults {
   std::vector<std::string> env;
   std::string cwd = "/";
-  UserSpec user;
+  UserSpec user;  // with the additionalGids
   security::SecurityOptions security;
   bool keep_groups = false;
   bool host_capabilities = false;  // see PrivilegeModel
+  std::optional<mode_t> umask;
+  std::vector<Rlimit> rlimits;
+  std::optional<int> oom_score_adj;
 };
 ExecDefaults exec_defaults_of(const ContainerConfig& config, const PrivilegeModel& privilege);
 std::string exec_defaults_to_json(const ExecDefaults& defaults);
@@ -43,6 +47,9 @@ struct ExecRequest {
   UserSpec user;
   security::SecurityOptions security;
   bool keep_groups = false;
+  std::optional<mode_t> umask;
+  std::vector<Rlimit> rlimits;
+  std::optional<int> oom_score_adj;
   bool tty = false;
   std::string console_socket;  // tty: where the pty master goes; empty: mrun relays it
   bool detach = false;
@@ -54,7 +61,8 @@ struct ExecRequest {
 // appended.
 std::vector<std::string> merge_env(std::vector<std::string> base,
                                    const std::vector<std::string>& extra);
-// --user UID[:GID] (numeric, as runc); GID defaults to `fallback.gid`.
+// --user UID[:GID] (numeric, as runc); GID defaults to `fallback.gid`, and the
+// supplementary groups stay `fallback`'s (runc's -u changes the ids only).
 UserSpec parse_exec_user(const std::string& text, const UserSpec& fallback);
 
 // Reads exec.json of `state`'s container (created by the launcher).

@@ -23,6 +23,17 @@ std::optional<gid_t> primary_gid_in_passwd(const std::string& passwd, uid_t uid)
   return std::nullopt;
 }
 
+std::optional<std::string> home_in_passwd(const std::string& passwd, uid_t uid) {
+  const std::string wanted = std::to_string(uid);
+  for (const auto& line : split(passwd, '\n')) {
+    auto fields = split(line, ':');
+    if (fields.size() < 6 || fields[2] != wanted) continue;
+    if (fields[5].empty()) return std::nullopt;
+    return fields[5];
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> read_image_passwd() {
   UniqueFd fd(::open("/etc/passwd", O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
   if (!fd) return std::nullopt;

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <fstream>
@@ -27,6 +28,7 @@
 #include "runtime/exec.hpp"
 #include "runtime/hooks.hpp"
 #include "runtime/launch_spec.hpp"
+#include "runtime/namespace_join.hpp"
 #include "runtime/state.hpp"
 #include "runtime/storage.hpp"
 #include "runtime/supervise.hpp"
@@ -148,13 +150,39 @@ void stop_fuse_overlay(std::optional<sys::SpawnedProcess>& fuse) {
   fuse.reset();
 }
 
+// The namespaces clone makes new: the mount namespace always, the user namespace as the
+// privilege model says, the others unless the config shares or joins them.
 unsigned long long namespace_flags(const LaunchSpec& spec) {
-  unsigned long long flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC;
+  const NamespaceRequests& ns = spec.config.namespaces;
+  auto fresh = [](const NamespaceRequest& r) { return r.source == NamespaceSource::fresh; };
+  unsigned long long flags = CLONE_NEWNS;
+  if (fresh(ns.pid)) flags |= CLONE_NEWPID;
+  if (fresh(ns.uts)) flags |= CLONE_NEWUTS;
+  if (fresh(ns.ipc)) flags |= CLONE_NEWIPC;
   // With a leaf of its own the child unshares its cgroup namespace once moved in.
-  if (!spec.own_cgroup) flags |= CLONE_NEWCGROUP;
+  if (fresh(ns.cgroup) && !spec.own_cgroup) flags |= CLONE_NEWCGROUP;
   if (spec.privilege.new_user_namespace) flags |= CLONE_NEWUSER;
-  if (spec.config.network != NetworkMode::host) flags |= CLONE_NEWNET;
+  if (spec.config.network != NetworkMode::host && fresh(ns.network)) flags |= CLONE_NEWNET;
   return flags;
+}
+
+// An OCI config's own table, with the host's side filled in: whether nodes are made or
+// bound, and which bind targets must be files (a pure plan cannot stat the host).
+std::vector<mount::MountStep> plan_oci_mounts(mount::ConfigMountInput input,
+                                              const ContainerConfig& config,
+                                              const PrivilegeModel& privilege,
+                                              std::vector<mount::MountStep> devices) {
+  input.mknod_default_devices = privilege.can_mknod;
+  input.own_pid_namespace = config.namespaces.pid.source == NamespaceSource::fresh;
+  input.own_ipc_namespace = config.namespaces.ipc.source == NamespaceSource::fresh;
+  input.devices = std::move(devices);
+  auto plan = mount::plan_config_mounts(input);
+  for (auto& step : plan) {
+    if (step.kind == mount::StepKind::bind && !step.target_is_file) {
+      step.target_is_file = sys::exists(step.source) && !sys::is_dir(step.source);
+    }
+  }
+  return plan;
 }
 
 LaunchSpec make_launch_spec(const ContainerConfig& config, const PrivilegeModel& privilege,
@@ -167,9 +195,15 @@ LaunchSpec make_launch_spec(const ContainerConfig& config, const PrivilegeModel&
   spec.log = ctx.log;
   spec.overlay = config.overlay;
   spec.layers.lower = config.rootfs;
-  spec.layers.upper = storage + "/upper";
-  spec.layers.work = storage + "/work";
-  spec.layers.merged = storage + "/merged";
+  if (config.overlay == OverlayMode::none) {
+    // The rootfs as given, bound onto itself in the container's mount namespace (an
+    // OCI bundle's root.path: the engine's snapshot takes the writes).
+    spec.layers.merged = config.rootfs;
+  } else {
+    spec.layers.upper = storage + "/upper";
+    spec.layers.work = storage + "/work";
+    spec.layers.merged = storage + "/merged";
+  }
   spec.may_setgroups = !privilege.new_user_namespace || ids.kind == userns::MapKind::subordinate;
   spec.own_cgroup = own_cgroup;
   // Parsed and compiled here, before clone: a bad profile or capability name fails with
@@ -181,6 +215,8 @@ LaunchSpec make_launch_spec(const ContainerConfig& config, const PrivilegeModel&
   mount::MountPlanInput input;
   input.user_namespace = privilege.new_user_namespace;
   input.gid5_mapped = !privilege.new_user_namespace || userns::map_to_host(ids.gids, 5) >= 0;
+  // sysfs may be mounted by the network namespace's owner only; a joined one may be
+  // another user namespace's, and the mount then falls back to a bind of the host's.
   input.own_network_namespace = config.network != NetworkMode::host;
   input.read_only_root = config.read_only;
   input.mknod_default_devices = privilege.can_mknod;
@@ -199,7 +235,11 @@ LaunchSpec make_launch_spec(const ContainerConfig& config, const PrivilegeModel&
   input.devices = std::move(devices.nodes);
   input.injected = std::move(devices.userspace);
   if (config.gpu) mount::add_gpu_environment(spec.config.env);
-  spec.mounts = mount::plan_container_mounts(input);
+  if (config.config_mounts) {
+    spec.mounts = plan_oci_mounts(*config.config_mounts, config, privilege, input.devices);
+  } else {
+    spec.mounts = mount::plan_container_mounts(input);
+  }
   return spec;
 }
 
@@ -225,7 +265,7 @@ std::unique_ptr<net::HelperProcess> start_network(const ContainerConfig& config,
 cgroup::Request cgroup_request(const ContainerConfig& config, const PrivilegeModel& privilege) {
   cgroup::Request request;
   request.name = config.name;
-  request.limits = config.limits;
+  request.resources = config.resources;
   request.enabled = config.cgroups == CgroupsMode::enabled;
   request.rootful = privilege.rootful;
   request.uid = ::getuid();
@@ -242,6 +282,18 @@ void check_inputs(const ContainerConfig& config) {
   for (const auto& v : config.volumes) {
     if (!sys::exists(v.source)) {
       throw Error("volume source " + v.source + " does not exist", ENOENT, "create it first");
+    }
+  }
+  if (config.config_mounts) {
+    for (const auto& m : config.config_mounts->mounts) {
+      bool bind = m.type == "bind" ||
+                  std::find(m.options.begin(), m.options.end(), "bind") != m.options.end() ||
+                  std::find(m.options.begin(), m.options.end(), "rbind") != m.options.end();
+      if (bind && !sys::exists(m.source)) {
+        throw Error("config.json: mounts (" + m.destination + "): bind source " + m.source +
+                        " does not exist",
+                    ENOENT, "create it first, or remove the mount from config.json");
+      }
     }
   }
   // Devices too, before anything is made: a missing node or a block device fails with
@@ -319,6 +371,7 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   const cgroup::Request cgroup_req = cgroup_request(config, privilege);
   const cgroup::Plan cgroup_plan = cgroup::plan_cgroup(cgroup_req);
   if (!cgroup_plan.use) ctx.log.debug("no cgroup: " + cgroup_plan.why_not);
+  if (!cgroup_plan.defaults_note.empty()) ctx.log.debug(cgroup_plan.defaults_note);
   // mrun run --cgroup-parent asks for a place: not honouring it is an error, not a
   // silence (an engine's cgroupsPath without limits stays best effort, as before).
   if (!cgroup_plan.use && !config.cgroup_parent.empty() && config.bundle.empty() &&
@@ -336,8 +389,10 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   const DeviceAccess device_access(config, privilege, device_mounts.devices, ctx.log);
   device_access.check_before_start(cgroup_plan);
 
-  // 1. Claim the name; from here on, any failure removes what was made.
-  const std::string storage = storage_dir_for(ctx, config.name);
+  // 1. Claim the name; from here on, any failure removes what was made. Without an
+  // overlay there is no storage: nothing of the container outside the state root.
+  const std::string storage =
+      config.overlay == OverlayMode::none ? std::string() : storage_dir_for(ctx, config.name);
   ContainerState state;
   state.name = config.name;
   state.monitor_pid = ::getpid();
@@ -376,8 +431,10 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   const auto ids = plan_ids(config, privilege, ctx);
   subordinate = ids.kind == userns::MapKind::subordinate;
   state.subordinate_ids = subordinate;
-  sys::make_dirs(storage, 0700);
-  for (const char* sub : {"/upper", "/work", "/merged"}) sys::make_dirs(storage + sub, 0755);
+  if (!storage.empty()) {
+    sys::make_dirs(storage, 0700);
+    for (const char* sub : {"/upper", "/work", "/merged"}) sys::make_dirs(storage + sub, 0755);
+  }
   std::optional<net::NetworkFiles> network_files;
   if (uses_network_helper(config.network)) {
     network_files = net::write_network_files(store.dir_of(config.name),
@@ -407,6 +464,17 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   SignalBlock blocked_signals;
   UniqueFd self_pidfd = sys::pidfd_open(::getpid());
   auto [parent_end, child_end] = SyncChannel::make_pair();
+  // Joined namespaces (OCI linux.namespaces[].path): entered around the clone alone, or
+  // by the container itself where the monitor could not come back (namespace_join.hpp).
+  NamespaceJoin joined(config.namespaces);
+  const bool join_in_container = privilege.nested;
+  if (join_in_container && joined.joins_pid_namespace()) {
+    throw Error(
+        "config.json: linux.namespaces (pid): joining a PID namespace from a user "
+        "namespace mrun did not make is not supported yet",
+        ENOTSUP, "give the container a PID namespace of its own");
+  }
+  if (!join_in_container) joined.enter();
   // A sibling for OCI create (see LaunchHooks::container_to_callers_reaper). The kernel
   // refuses CLONE_PARENT only from a pid namespace's init, which the monitor never is.
   const bool reap = !spec.sibling_of_monitor;
@@ -414,8 +482,9 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
                     : sys::clone_with_pidfd(namespace_flags(spec) | CLONE_PARENT, 0);
   if (child.pid == 0) {
     parent_end.close();
-    container_main(spec, child_end, self_pidfd);
+    container_main(spec, child_end, self_pidfd, join_in_container ? &joined : nullptr);
   }
+  joined.leave();
   child_end.close();
   close_handed_over_fds(config);
   std::optional<sys::SpawnedProcess> fuse;

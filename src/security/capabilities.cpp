@@ -147,6 +147,61 @@ CapabilityPlan plan_capabilities(const CapabilityRequest& request) {
   return plan;
 }
 
+ExactCapabilityPlan plan_exact_capabilities(const ExactCapabilityRequest& request) {
+  ExactCapabilityPlan out;
+  auto mask_of = [&](const std::vector<std::string>& names, const std::string& set) {
+    CapMask mask = 0;
+    for (const auto& name : names) {
+      auto cap = capability_from_name(name);
+      if (!cap) {
+        throw Error("process.capabilities." + set + ": unknown capability \"" + name + "\"", EINVAL,
+                    "use names from capabilities(7), such as CAP_NET_ADMIN");
+      }
+      if ((request.all & cap_bit(*cap)) == 0) {
+        std::string known = capability_name(*cap);
+        if (std::find(out.unavailable.begin(), out.unavailable.end(), known) ==
+            out.unavailable.end()) {
+          out.unavailable.push_back(known);
+        }
+        continue;
+      }
+      mask |= cap_bit(*cap);
+    }
+    return mask;
+  };
+  CapabilityPlan& plan = out.plan;
+  plan.bounding = mask_of(request.sets.bounding, "bounding");
+  plan.effective = mask_of(request.sets.effective, "effective");
+  plan.permitted = mask_of(request.sets.permitted, "permitted");
+  plan.inheritable = mask_of(request.sets.inheritable, "inheritable");
+  plan.ambient = mask_of(request.sets.ambient, "ambient");
+  CapMask add = 0;
+  for (const auto& name : request.add) {
+    add |= is_all(name) ? request.all : cap_bit(require_capability(name, request.all, "--cap"));
+  }
+  plan.bounding |= add;
+  plan.effective |= add;
+  plan.permitted |= add;
+  if (!request.root_user) {
+    plan.inheritable |= add;
+    plan.ambient |= add;
+  }
+
+  auto refuse = [](const std::string& set, CapMask outside, const std::string& rule) {
+    throw Error("process.capabilities." + set + ": " + capability_list(outside) + " " + rule,
+                EINVAL, "the kernel refuses this combination; add them there, or drop them here");
+  };
+  if (CapMask outside = plan.effective & ~plan.permitted) {
+    refuse("effective", outside, "not in the permitted set");
+  }
+  if (CapMask outside = plan.inheritable & ~plan.bounding) {
+    refuse("inheritable", outside, "not in the bounding set");
+  }
+  out.ambient_not_raised = plan.ambient & ~(plan.permitted & plan.inheritable);
+  plan.ambient &= ~out.ambient_not_raised;
+  return out;
+}
+
 void drop_bounding_set(const CapabilityPlan& plan, int last_cap) {
   for (int cap = 0; cap <= last_cap; ++cap) {
     if (plan.bounding & cap_bit(cap)) continue;

@@ -7,6 +7,10 @@
 // survives execve), and nothing otherwise. Inheritable is empty for root: a non-empty
 // inheritable set lets a binary with file inheritable caps gain them
 // (CVE-2022-27649, fixed the same way in podman and moby).
+//
+// An OCI config (and `mrun exec --process`) gives all five sets itself: those are used
+// exactly as given (plan_exact_capabilities), the spec's process.capabilities being
+// the container's whole capability state.
 #pragma once
 
 #include <sys/types.h>
@@ -16,6 +20,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "security/security_options.hpp"
 
 namespace mrun::security {
 
@@ -62,6 +68,29 @@ struct CapabilityPlan {
 // Pure. Throws mrun::Error (exit 125) naming an unknown capability or one that is both
 // added and dropped.
 CapabilityPlan plan_capabilities(const CapabilityRequest& request);
+
+// The five sets of an OCI config (process.capabilities), exactly as given. `add` (`mrun
+// exec --cap`) goes into bounding, effective and permitted, and for a non-root user
+// into inheritable and ambient too, so that it survives execve (as --cap-add does).
+struct ExactCapabilityRequest {
+  CapabilitySets sets;
+  std::vector<std::string> add;
+  CapMask all = 0;  // every capability of this kernel
+  bool root_user = true;
+};
+struct ExactCapabilityPlan {
+  CapabilityPlan plan;
+  // Named but unknown to this kernel: left out, as runc does (it warns).
+  std::vector<std::string> unavailable;
+  // Ambient capabilities outside permitted or inheritable, which the kernel never
+  // raises (PR_CAP_AMBIENT_RAISE: EPERM): left out, as runc and crun do (`runc spec`
+  // and `crun spec` write such an ambient set for root, where it changes nothing).
+  CapMask ambient_not_raised = 0;
+};
+// Pure. Throws mrun::Error (exit 125) naming the set for a name libcap does not know and
+// for what capset(2) always refuses: effective outside permitted, inheritable outside
+// bounding.
+ExactCapabilityPlan plan_exact_capabilities(const ExactCapabilityRequest& request);
 
 // ---- applied in the container, in this order ----------------------------------------
 

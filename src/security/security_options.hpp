@@ -4,6 +4,7 @@
 // a SecurityPlan in the parent before clone.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,15 +16,26 @@ enum class SeccompMode {
   file,        // seccomp=PATH: the user's own profile (OCI / containers JSON)
 };
 
+// An OCI config's process.capabilities: the five sets exactly as given, by name.
+struct CapabilitySets {
+  std::vector<std::string> bounding, effective, permitted, inheritable, ambient;
+};
+
 struct SecurityOptions {
   SeccompMode seccomp = SeccompMode::automatic;
   std::string seccomp_profile;  // PATH when seccomp == file
+  // An OCI config's linux.seccomp (seccomp == file), kept as text rather than written
+  // to a file keyed by the container id: two state roots must never share one.
+  std::string seccomp_profile_json;
   // Default true, unlike podman: a setuid binary in an image must not gain privilege
   // unless the user asks for it (no-new-privileges=false).
   bool no_new_privileges = true;
   std::vector<std::string> cap_add;   // names as typed ("NET_ADMIN", "cap_net_admin", "ALL")
   std::vector<std::string> cap_drop;  // names as typed, or "ALL"
   bool privileged = false;
+  // Set (OCI bundles, `mrun exec --process`): these sets exactly, instead of the
+  // default set with cap_add/cap_drop; cap_add then adds to them (`mrun exec --cap`).
+  std::optional<CapabilitySets> capability_sets;
 };
 
 // Applies one --security-opt VALUE ("seccomp=PATH", "seccomp=unconfined",

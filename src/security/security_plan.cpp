@@ -91,16 +91,45 @@ SecurityPlan prepare_security_plan(const SecurityOptions& options, uid_t contain
   plan.no_new_privileges = options.no_new_privileges;
   plan.privileged = options.privileged;
 
-  CapabilityRequest request;
-  request.defaults = parse_caps_conf(policy.caps_conf, policy.caps_origin);
-  request.all = all_capabilities(plan.last_cap);
-  request.add = options.cap_add;
-  request.drop = options.cap_drop;
-  request.privileged = options.privileged;
-  request.root_user = plan.root_user;
-  plan.caps = plan_capabilities(request);
+  if (options.capability_sets) {
+    // An OCI config's five sets, exactly as given (mrun run's translation is the else).
+    ExactCapabilityRequest request;
+    request.sets = *options.capability_sets;
+    request.add = options.cap_add;
+    request.all = all_capabilities(plan.last_cap);
+    request.root_user = plan.root_user;
+    auto exact = plan_exact_capabilities(request);
+    plan.caps = exact.plan;
+    for (const auto& name : exact.unavailable) {
+      log.warn("process.capabilities: " + name + " is unknown to this kernel; not given");
+    }
+    if (exact.ambient_not_raised != 0) {
+      // For root it changes nothing (execve by uid 0 gets the bounding set anyway).
+      std::string message =
+          "process.capabilities.ambient: " + capability_list(exact.ambient_not_raised) +
+          " not raised: the kernel raises only what is both permitted and "
+          "inheritable (add them to process.capabilities.inheritable)";
+      if (plan.root_user) {
+        log.debug(message);
+      } else {
+        log.warn(message);
+      }
+    }
+  } else {
+    CapabilityRequest request;
+    request.defaults = parse_caps_conf(policy.caps_conf, policy.caps_origin);
+    request.all = all_capabilities(plan.last_cap);
+    request.add = options.cap_add;
+    request.drop = options.cap_drop;
+    request.privileged = options.privileged;
+    request.root_user = plan.root_user;
+    plan.caps = plan_capabilities(request);
+  }
   log.debug("capabilities: bounding " + capability_list(plan.caps.bounding) + "; effective " +
-            capability_list(plan.caps.effective) +
+            capability_list(plan.caps.effective) + "; permitted " +
+            capability_list(plan.caps.permitted) + "; inheritable " +
+            capability_list(plan.caps.inheritable) + "; ambient " +
+            capability_list(plan.caps.ambient) +
             (host_capabilities ? " (host capabilities: rootful in the host user namespace)"
                                : " (in the container's user namespace)"));
 
@@ -113,7 +142,10 @@ SecurityPlan prepare_security_plan(const SecurityOptions& options, uid_t contain
     return plan;
   }
   std::string text, origin;
-  if (mode == SeccompMode::file) {
+  if (mode == SeccompMode::file && !options.seccomp_profile_json.empty()) {
+    origin = "config.json linux.seccomp";
+    text = options.seccomp_profile_json;
+  } else if (mode == SeccompMode::file) {
     origin = options.seccomp_profile;
     text = read_required(origin, "seccomp profile");
   } else {

@@ -4,8 +4,11 @@
 // capability it needs, and the filter goes on last, right before execve:
 //
 //   drop_bounding_set ─ keep caps across setuid (non-root --user) ─ setresgid/setresuid
-//   ─ set_process_capabilities ─ no_new_privs ─ (die with parent, reset signals)
+//   ─ set_process_capabilities ─ no_new_privs ─ (reset signals, die with parent)
 //   ─ load_seccomp_last ─ execve
+//
+// runtime/become_command.hpp is that sequence, one for the container's command and for
+// `mrun exec`.
 #pragma once
 
 #include <sys/types.h>

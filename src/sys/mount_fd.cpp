@@ -103,6 +103,24 @@ void set_mount_attrs(int fd, std::uint64_t attrs, bool recursive, const std::str
   }
 }
 
+void set_mount_attrs(int fd, std::uint64_t set, std::uint64_t clear, std::uint64_t propagation,
+                     bool recursive, const std::string& what) {
+  if (set == 0 && clear == 0 && propagation == 0) return;
+  struct mount_attr attr {};
+  attr.attr_set = set;
+  attr.attr_clr = clear;
+  // The atime modes are one field: the kernel wants it cleared to set one (relatime
+  // being the field's zero).
+  if ((set & MOUNT_ATTR__ATIME) != 0 || (clear & MOUNT_ATTR__ATIME) != 0) {
+    attr.attr_clr |= MOUNT_ATTR__ATIME;
+  }
+  attr.propagation = propagation;
+  unsigned int flags = AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0);
+  if (::mount_setattr(fd, "", flags, &attr, sizeof attr) != 0) {
+    throw_errno("set attributes of " + what);
+  }
+}
+
 void attach_mount(int mount_fd, int target_fd, const std::string& what) {
   if (::move_mount(mount_fd, "", target_fd, "",
                    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0) {

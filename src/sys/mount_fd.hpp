@@ -37,6 +37,12 @@ UniqueFd clone_mount(const std::string& path, bool recursive, const std::string&
 // a flag the kernel locked on a mount copied into a user namespace is never cleared.
 void set_mount_attrs(int fd, std::uint64_t attrs, bool recursive, const std::string& what);
 
+// mount_setattr with the atime mode and propagation too, for an OCI config's own mount
+// options: `set` and `clear` (MOUNT_ATTR_*; an atime mode in `set` clears the old one),
+// `propagation` MS_SHARED, MS_SLAVE, MS_PRIVATE or MS_UNBINDABLE (0: unchanged).
+void set_mount_attrs(int fd, std::uint64_t set, std::uint64_t clear, std::uint64_t propagation,
+                     bool recursive, const std::string& what);
+
 // move_mount: attaches the detached mount `mount_fd` onto the file or directory the
 // descriptor `target_fd` refers to (not onto whatever its path names now).
 void attach_mount(int mount_fd, int target_fd, const std::string& what);

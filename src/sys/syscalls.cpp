@@ -213,6 +213,10 @@ void set_hostname(const std::string& name) {
   if (::sethostname(name.data(), name.size()) != 0) throw_errno("set hostname " + name);
 }
 
+void set_domainname(const std::string& name) {
+  if (::setdomainname(name.data(), name.size()) != 0) throw_errno("set domain name " + name);
+}
+
 void set_no_new_privs() {
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) throw_errno("set no_new_privs");
 }
@@ -331,6 +335,10 @@ int try_wait_pidfd(int pidfd) {
 
 void setns_pidfd(int pidfd, int nstypes, const std::string& what) {
   if (::setns(pidfd, nstypes) != 0) throw_errno("join namespaces of " + what);
+}
+
+int setns_fd(int fd, int nstype) {
+  return ::setns(fd, nstype) == 0 ? 0 : errno;
 }
 
 UniqueFd memfd_create_executable(const std::string& name) {

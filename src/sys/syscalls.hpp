@@ -69,6 +69,7 @@ void keep_fds_across_exec(int preserve);
 void write_proc_sys(const std::string& relative, const std::string& value);
 
 void set_hostname(const std::string& name);
+void set_domainname(const std::string& name);
 void set_no_new_privs();
 void set_parent_death_signal(int sig);
 void bring_loopback_up();
@@ -103,6 +104,9 @@ int try_wait_pidfd(int pidfd);
 // our child (waitid(P_PIDFD) needs one), the pidfd becomes readable when it exits.
 void wait_pidfd_exit(int pidfd);
 void setns_pidfd(int pidfd, int nstypes, const std::string& what);
+// setns(fd, nstype) on a namespace file; returns the errno (0 on success), so that the
+// caller can name the namespace and the fix.
+int setns_fd(int fd, int nstype);
 
 // ---- a sealed in-memory copy of a binary (runtime/cloned_binary.hpp) ----
 // memfd_create(2) with MFD_CLOEXEC | MFD_ALLOW_SEALING, and MFD_EXEC where the kernel

@@ -7,6 +7,7 @@
 // (convert_devices stat()s the host node; each entry's path still goes through the
 // pure mount::parse_device) and linux.seccomp (written to a file for the compiler; it
 // goes through the seccomp profile parser here instead).
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -16,6 +17,7 @@
 #include "base/log.hpp"
 #include "cgroup/device_rules.hpp"
 #include "fuzz_check.hpp"
+#include "mount/config_mounts.hpp"
 #include "mount/devices.hpp"
 #include "mount/mount_plan.hpp"
 #include "oci/spec.hpp"
@@ -51,7 +53,7 @@ void convert(const mrun::oci::Spec& spec, std::uint32_t uid) {
   static const mrun::Logger quiet(false);
   mrun::runtime::ContainerConfig c;
   try {
-    c = mrun::oci::to_container_config(spec, "/bundle", "fuzz", uid, uid, "/nonexistent", quiet);
+    c = mrun::oci::to_container_config(spec, "/bundle", "fuzz", uid, uid, quiet);
   } catch (const mrun::Error&) {
     return;
   }
@@ -60,13 +62,17 @@ void convert(const mrun::oci::Spec& spec, std::uint32_t uid) {
     mrun::runtime::validate(c);
   } catch (const mrun::Error&) {
   }
-  mrun::mount::MountPlanInput input;
-  for (const auto& v : c.volumes) {
-    FUZZ_CHECK(!v.source.empty() && v.source.front() == '/', "a relative volume source");
-    input.volumes.push_back({v.source, v.destination, v.read_only, false});
+  // A bundle's mounts are its own table (mount/config_mounts.hpp): every bind source
+  // absolute by now, and the plan made without anything but mrun's own errors.
+  FUZZ_CHECK(c.config_mounts.has_value(), "a bundle without its mount table");
+  for (const auto& m : c.config_mounts->mounts) {
+    bool bind = m.type == "bind" ||
+                std::find(m.options.begin(), m.options.end(), "bind") != m.options.end() ||
+                std::find(m.options.begin(), m.options.end(), "rbind") != m.options.end();
+    FUZZ_CHECK(!bind || (!m.source.empty() && m.source.front() == '/'), "a relative bind source");
   }
   try {
-    mrun::mount::plan_container_mounts(input);
+    mrun::mount::plan_config_mounts(*c.config_mounts);
   } catch (const mrun::Error&) {
   }
   try {

@@ -51,32 +51,43 @@ TEST_CASE("--cpus becomes cpu.max") {
   REQUIRE(cpu_max_for(0.001) == "1000 100000");  // the kernel's minimum quota
 }
 
-TEST_CASE("limits become interface files, controllers and names") {
+TEST_CASE("mrun run's flags become linux.resources and then interface files") {
+  using Files = std::vector<std::pair<std::string, std::string>>;
+  auto files = [](const Limits& limits) {
+    Files out;
+    for (const auto& w : plan_resource_files(to_resources(limits)))
+      out.emplace_back(w.file, w.value);
+    return out;
+  };
   Limits limits;
   REQUIRE_FALSE(limits.any());
-  REQUIRE(plan_limit_files(limits).empty());
+  REQUIRE(files(limits).empty());
   limits.memory = 100u << 20;
   limits.pids = 20;
   limits.cpus = 0.5;
-  auto files = plan_limit_files(limits);
-  using Files = std::vector<std::pair<std::string, std::string>>;
   // Unset --memory-swap: as much swap again as memory (docker, podman).
-  REQUIRE(files == Files{{"memory.max", "104857600"},
-                         {"memory.swap.max", "104857600"},
-                         {"pids.max", "20"},
-                         {"cpu.max", "50000 100000"}});
-  REQUIRE(controllers_for(limits) == std::vector<std::string>{"memory", "pids", "cpu"});
-  REQUIRE(describe(limits) == "--memory, --pids-limit, --cpus");
+  REQUIRE(files(limits) == Files{{"memory.max", "104857600"},
+                                 {"memory.swap.max", "104857600"},
+                                 {"pids.max", "20"},
+                                 {"cpu.max", "50000 100000"}});
+  auto writes = plan_resource_files(to_resources(limits));
+  REQUIRE(controllers_for(writes) == std::vector<std::string>{"memory", "pids", "cpu"});
+  REQUIRE(describe_requests(writes) == "--memory, --pids-limit, --cpus");
+  // The implied swap is left out where the kernel has no swap accounting.
+  REQUIRE(writes[1].skip_if_absent);
 
   limits.memory_swap = static_cast<std::int64_t>(100u << 20);
-  REQUIRE(plan_limit_files(limits)[1].second == "0");
+  REQUIRE(files(limits)[1].second == "0");
   limits.memory_swap = unlimited;
-  REQUIRE(plan_limit_files(limits)[1].second == "max");
+  REQUIRE(files(limits)[1].second == "max");
   limits.memory_swap = 1;
-  REQUIRE_THROWS_AS(plan_limit_files(limits), mrun::Error);
+  REQUIRE_THROWS_WITH(to_resources(limits), Catch::Contains("--memory-swap 1 is below --memory"));
   Limits swap_only;
   swap_only.memory_swap = 1 << 20;
-  REQUIRE_THROWS_AS(plan_limit_files(swap_only), mrun::Error);
+  REQUIRE_THROWS_WITH(to_resources(swap_only), Catch::Contains("--memory-swap needs --memory"));
+  Limits tiny;
+  tiny.cpus = 0.001;
+  REQUIRE(files(tiny) == Files{{"cpu.max", "1000 100000"}});  // the kernel's minimum quota
 }
 
 TEST_CASE("mountinfo and /proc/self/cgroup parsing") {
@@ -141,7 +152,11 @@ Request rootless(uid_t uid, bool with_limit) {
   r.name = "c1";
   r.uid = uid;
   r.rootful = false;
-  if (with_limit) r.limits.memory = 100u << 20;
+  if (with_limit) {
+    Limits limits;
+    limits.memory = 100u << 20;
+    r.resources = to_resources(limits);
+  }
   return r;
 }
 
@@ -231,13 +246,15 @@ TEST_CASE("a hybrid layout or --cgroups=disabled means no cgroup; limits are ref
   mrun::sys::write_file_atomic(fs.root + "/cgroup.controllers", "\n");
   REQUIRE_FALSE(plan_cgroup(r, fs.paths()).use);
   REQUIRE(plan_cgroup(r, fs.paths()).why_not.find("hybrid") != std::string::npos);
-  r.limits.pids = 20;
-  REQUIRE_THROWS_WITH(plan_cgroup(r, fs.paths()), Catch::Contains("hybrid"));
+  r.resources.pids_limit = 20;
+  REQUIRE_THROWS_WITH(
+      plan_cgroup(r, fs.paths()),
+      Catch::Contains("linux.resources.pids.limit needs a cgroup") && Catch::Contains("hybrid"));
 
   mrun::sys::write_file_atomic(fs.root + "/cgroup.controllers", "memory pids\n");
   r.enabled = false;
   REQUIRE_THROWS_WITH(plan_cgroup(r, fs.paths()), Catch::Contains("--cgroups=disabled"));
-  r.limits = {};
+  r.resources = {};
   REQUIRE_FALSE(plan_cgroup(r, fs.paths()).use);
 }
 

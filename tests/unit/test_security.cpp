@@ -221,6 +221,82 @@ TEST_CASE("capabilities: add, drop, ALL, privileged", "[security]") {
              Catch::Contains("not supported by this kernel"));
 }
 
+TEST_CASE("capabilities: an OCI config's five sets, exactly", "[security]") {
+  ExactCapabilityRequest req;
+  req.all = all_capabilities(40);
+  req.sets.bounding = {"CAP_KILL", "CAP_CHOWN", "CAP_NET_RAW", "CAP_SETUID"};
+  req.sets.effective = {"CAP_KILL"};
+  req.sets.permitted = {"CAP_KILL", "CAP_CHOWN"};
+  req.sets.inheritable = {"CAP_CHOWN", "cap_net_raw"};
+  req.sets.ambient = {"CAP_CHOWN"};
+  auto exact = plan_exact_capabilities(req);
+  const auto& p = exact.plan;
+  CHECK(p.bounding ==
+        (cap_bit(CAP_KILL) | cap_bit(CAP_CHOWN) | cap_bit(CAP_NET_RAW) | cap_bit(CAP_SETUID)));
+  CHECK(p.effective == cap_bit(CAP_KILL));
+  CHECK(p.permitted == (cap_bit(CAP_KILL) | cap_bit(CAP_CHOWN)));
+  CHECK(p.inheritable == (cap_bit(CAP_CHOWN) | cap_bit(CAP_NET_RAW)));
+  CHECK(p.ambient == cap_bit(CAP_CHOWN));
+  CHECK(exact.ambient_not_raised == 0);
+  CHECK(exact.unavailable.empty());
+
+  // `runc spec` for root: ambient without inheritable, which the kernel never raises.
+  req.sets.ambient = {"CAP_KILL", "CAP_CHOWN"};
+  exact = plan_exact_capabilities(req);
+  CHECK(exact.plan.ambient == cap_bit(CAP_CHOWN));
+  CHECK(exact.ambient_not_raised == cap_bit(CAP_KILL));
+
+  // `mrun exec --cap`: into bounding, effective, permitted; a non-root user's also into
+  // inheritable and ambient, so that it survives execve.
+  req.add = {"NET_ADMIN"};
+  exact = plan_exact_capabilities(req);
+  CHECK((exact.plan.bounding & exact.plan.effective & exact.plan.permitted &
+         cap_bit(CAP_NET_ADMIN)) != 0);
+  CHECK((exact.plan.ambient & cap_bit(CAP_NET_ADMIN)) == 0);
+  req.root_user = false;
+  exact = plan_exact_capabilities(req);
+  CHECK((exact.plan.ambient & exact.plan.inheritable & cap_bit(CAP_NET_ADMIN)) != 0);
+  req.add = {};
+
+  // A capability this kernel lacks is left out (runc warns); a made-up name is an error.
+  req.all = all_capabilities(39);
+  req.sets.permitted.push_back("CAP_CHECKPOINT_RESTORE");
+  exact = plan_exact_capabilities(req);
+  CHECK(exact.unavailable == std::vector<std::string>{"CAP_CHECKPOINT_RESTORE"});
+  CHECK((exact.plan.permitted & cap_bit(40)) == 0);
+  req.sets.bounding.push_back("CAP_WARP_DRIVE");
+  CHECK_THAT(
+      error_of([&] { plan_exact_capabilities(req); }),
+      Catch::Contains("process.capabilities.bounding: unknown capability \"CAP_WARP_DRIVE\""));
+  req.sets.bounding.pop_back();
+
+  // What capset(2) always refuses, named by set.
+  auto refused = [&](const std::function<void(CapabilitySets&)>& edit) {
+    ExactCapabilityRequest r = req;
+    edit(r.sets);
+    return error_of([&] { plan_exact_capabilities(r); });
+  };
+  CHECK_THAT(
+      refused([](CapabilitySets& s) { s.effective.push_back("CAP_SETUID"); }),
+      Catch::Contains("process.capabilities.effective: CAP_SETUID not in the permitted set"));
+  CHECK_THAT(
+      refused([](CapabilitySets& s) { s.inheritable.push_back("CAP_SYS_ADMIN"); }),
+      Catch::Contains("process.capabilities.inheritable: CAP_SYS_ADMIN not in the bounding set"));
+}
+
+TEST_CASE("security plan: exact sets replace the default set and --cap-add", "[security]") {
+  SecurityOptions o;
+  o.seccomp = SeccompMode::unconfined;
+  o.cap_drop = {"ALL"};  // ignored with exact sets, as the five sets say it all
+  o.capability_sets = CapabilitySets{
+      {"CAP_KILL", "CAP_CHOWN"}, {"CAP_KILL"}, {"CAP_KILL"}, {"CAP_KILL"}, {"CAP_KILL"}};
+  auto plan = prepare_security_plan(o, 1000, false, Logger());
+  CHECK(plan.caps.bounding == (cap_bit(CAP_KILL) | cap_bit(CAP_CHOWN)));
+  CHECK(plan.caps.ambient == cap_bit(CAP_KILL));
+  CHECK(plan.caps.inheritable == cap_bit(CAP_KILL));
+  CHECK_FALSE(plan.root_user);
+}
+
 TEST_CASE("--security-opt values", "[security]") {
   SecurityOptions o;
   apply_security_opt(o, "seccomp=/x.json");

@@ -22,8 +22,7 @@ std::string fixture(const std::string& name) {
 }
 
 runtime::ContainerConfig convert(const oci::Spec& spec, std::uint32_t uid = 1000) {
-  return oci::to_container_config(spec, "/bundle", "c1", uid, uid, "/nonexistent-scratch",
-                                  Logger());
+  return oci::to_container_config(spec, "/bundle", "c1", uid, uid, Logger());
 }
 
 // The message of the Error that `f` throws ("" when it throws none).
@@ -183,9 +182,16 @@ TEST_CASE("crun spec converts to the ContainerConfig mrun run would build") {
   REQUIRE(c.volumes.empty());
   REQUIRE(c.security.no_new_privileges);
   REQUIRE(c.security.seccomp == security::SeccompMode::unconfined);  // no linux.seccomp
-  REQUIRE(c.security.cap_drop == std::vector<std::string>{"ALL"});
-  REQUIRE(c.security.cap_add ==
-          std::vector<std::string>{"CAP_AUDIT_WRITE", "CAP_KILL", "CAP_NET_BIND_SERVICE"});
+  const std::vector<std::string> three{"CAP_AUDIT_WRITE", "CAP_KILL", "CAP_NET_BIND_SERVICE"};
+  REQUIRE(c.security.capability_sets);
+  REQUIRE(c.security.capability_sets->bounding == three);
+  REQUIRE(c.security.capability_sets->effective == three);
+  REQUIRE(c.security.capability_sets->permitted == three);
+  REQUIRE(c.security.capability_sets->inheritable.empty());
+  REQUIRE(c.security.capability_sets->ambient == three);
+  REQUIRE((c.security.cap_add.empty() && c.security.cap_drop.empty()));
+  REQUIRE(c.rlimits.size() == 1);  // for the container's process, never mrun's own
+  REQUIRE((c.rlimits[0].type == "RLIMIT_NOFILE" && c.rlimits[0].hard == 1024));
   REQUIRE(c.bundle == "/bundle");
 }
 
@@ -255,54 +261,97 @@ TEST_CASE("what mrun cannot honour is an error naming the field, never ignored")
                  j["linux"]["sysctl"] = {{"net.ipv4.ip_forward", "1"}};
                }),
                Catch::Contains("linux.sysctl (net.ipv4.ip_forward)"));
-  REQUIRE_THAT(fails([](json& j) { j["process"]["user"]["additionalGids"] = {5}; }),
-               Catch::Contains("process.user.additionalGids"));
+  REQUIRE_THAT(fails([](json& j) {
+                 j["mounts"].push_back({{"destination", "/data"},
+                                        {"type", "bind"},
+                                        {"source", "/srv"},
+                                        {"options", {"rbind", "idmap"}}});
+               }),
+               Catch::Contains("mounts (bind on /data): option \"idmap\""));
   REQUIRE_THAT(
       fails([](json& j) {
-        j["mounts"].push_back({{"destination", "/data"}, {"type", "tmpfs"}, {"source", "tmpfs"}});
+        j["linux"]["namespaces"].push_back({{"type", "user"}, {"path", "/proc/1/ns/user"}});
       }),
-      Catch::Contains("tmpfs on /data"));
-  REQUIRE_THAT(fails([](json& j) { j["linux"]["namespaces"].erase(0); }),  // pid
-               Catch::Contains("sharing the host's pid namespace"));
-  REQUIRE_THAT(fails([](json& j) { j["linux"]["maskedPaths"].push_back("/etc/secret"); }),
-               Catch::Contains("/etc/secret"));
+      Catch::Contains("linux.namespaces (user): joining a user namespace by path"));
+  REQUIRE_THAT(fails([](json& j) { j["linux"]["rootfsPropagation"] = "sideways"; }),
+               Catch::Contains("linux.rootfsPropagation"));
   REQUIRE_THAT(fails([](json& j) {
-                 j["linux"]["resources"]["blockIO"] = {{"weight", 10}};
+                 j["linux"]["namespaces"] = {{{"type", "pid"}}, {{"type", "mount"}}};
                }),
-               Catch::Contains("linux.resources.blockIO"));
+               Catch::Contains("needs a uts namespace of the container's own"));
+  REQUIRE_THAT(fails([](json& j) {
+                 j["linux"]["resources"]["memory"] = {{"disableOOMKiller", true}};
+               }),
+               Catch::Contains("linux.resources.memory.disableOOMKiller"));
   REQUIRE_THAT(fails([](json& j) {
                  j["linux"]["intelRdt"] = {{"closID", "x"}};
                }),
                Catch::Contains("linux.intelRdt"));
-  REQUIRE_THAT(fails([](json& j) { j["process"]["capabilities"]["ambient"] = {"CAP_KILL"}; }),
-               Catch::Contains("process.capabilities"));
+  REQUIRE_THAT(fails([](json& j) {
+                 j["process"]["rlimits"] = {{{"type", "RLIMIT_FLY"}, {"soft", 1}, {"hard", 1}}};
+               }),
+               Catch::Contains("process.rlimits: unknown rlimit"));
+  REQUIRE_THAT(fails([](json& j) { j["process"]["oomScoreAdj"] = -1001; }),
+               Catch::Contains("process.oomScoreAdj"));
   // Accepted and reported under --debug, as the issue asks.
   REQUIRE(fails([](json& j) { j["process"]["apparmorProfile"] = "x"; }).empty());
 }
 
-TEST_CASE("bind mounts become volumes; annotations and resources carry over") {
+TEST_CASE("the config's mounts are the container's, in order; annotations carry over") {
   auto spec = edited("crun-spec.json", [](json& j) {
     j["mounts"].push_back({{"destination", "/data"},
                            {"type", "bind"},
                            {"source", "/srv"},
                            {"options", {"rbind", "ro"}}});
     j["mounts"].push_back({{"destination", "/rel"}, {"source", "sub"}, {"options", {"bind"}}});
+    j["mounts"].push_back({{"destination", "/run"},
+                           {"type", "tmpfs"},
+                           {"source", "tmpfs"},
+                           {"options", {"nosuid", "mode=755"}}});
+    j["linux"]["maskedPaths"].push_back("/etc/secret");
     j["annotations"] = {{"run.oci.keep_original_groups", "1"}, {"x", "y"}};
     j["linux"]["resources"]["memory"] = {{"limit", 1048576}};
     j["linux"]["resources"]["pids"] = {{"limit", 10}};
     j["linux"]["namespaces"].push_back({{"type", "cgroup"}});
   });
   auto c = convert(spec);
-  REQUIRE(c.volumes.size() == 2);
-  REQUIRE(c.volumes[0].source == "/srv");
-  REQUIRE(c.volumes[0].destination == "/data");
-  REQUIRE(c.volumes[0].read_only);
-  REQUIRE(c.volumes[1].source == "/bundle/sub");
-  REQUIRE_FALSE(c.volumes[1].read_only);
+  REQUIRE(c.volumes.empty());  // mrun run's -v; a bundle's mounts are its own table
+  REQUIRE(c.config_mounts);
+  const auto& mounts = c.config_mounts->mounts;
+  REQUIRE(mounts.size() == spec.mounts->size());
+  REQUIRE(mounts[mounts.size() - 3].source == "/srv");
+  REQUIRE(mounts[mounts.size() - 2].source == "/bundle/sub");  // relative: the bundle's
+  REQUIRE(mounts.back().destination == "/run");
+  REQUIRE(std::count(c.config_mounts->masked_paths.begin(), c.config_mounts->masked_paths.end(),
+                     "/etc/secret") == 1);
+  REQUIRE(c.config_mounts->read_only_root);
+  REQUIRE(c.overlay == runtime::OverlayMode::none);  // root.path as it is
   REQUIRE(c.keep_groups);
   REQUIRE(c.annotations.at("x") == "y");
-  REQUIRE(c.limits.memory == 1048576u);
-  REQUIRE(c.limits.pids == 10u);
+  REQUIRE(c.resources.memory.limit == 1048576);
+  REQUIRE(c.resources.pids_limit == 10);
+}
+
+TEST_CASE("linux.namespaces: new, joined by path, or the caller's when absent") {
+  auto c = convert(edited("crun-spec.json", [](json& j) {
+    j["linux"]["namespaces"] = {{{"type", "mount"}},
+                                {{"type", "uts"}},
+                                {{"type", "network"}, {"path", "/run/netns/pod"}},
+                                {{"type", "ipc"}, {"path", "/proc/42/ns/ipc"}}};
+  }));
+  REQUIRE(c.namespaces.pid.source == runtime::NamespaceSource::callers);
+  REQUIRE(c.namespaces.uts.source == runtime::NamespaceSource::fresh);
+  REQUIRE(c.namespaces.network.source == runtime::NamespaceSource::joined);
+  REQUIRE(c.namespaces.network.path == "/run/netns/pod");
+  REQUIRE(c.network == runtime::NetworkMode::none);
+  REQUIRE(c.namespaces.ipc.path == "/proc/42/ns/ipc");
+  REQUIRE(c.namespaces.cgroup.source == runtime::NamespaceSource::callers);
+  auto host = convert(edited("crun-spec.json", [](json& j) {
+    j["linux"]["namespaces"] = {{{"type", "mount"}}, {{"type", "pid"}}};
+    j.erase("hostname");
+  }));
+  REQUIRE(host.network == runtime::NetworkMode::host);
+  REQUIRE(host.hostname.empty());  // left as it is, not set to ""
 }
 
 TEST_CASE("a spec without noNewPrivileges or capabilities gets the spec's defaults") {
@@ -311,6 +360,62 @@ TEST_CASE("a spec without noNewPrivileges or capabilities gets the spec's defaul
     j["process"].erase("capabilities");
   }));
   REQUIRE_FALSE(c.security.no_new_privileges);
-  REQUIRE(c.security.cap_drop == std::vector<std::string>{"ALL"});
+  // No capabilities at all: every set empty (not mrun run's default set).
+  REQUIRE(c.security.capability_sets);
+  const auto& sets = *c.security.capability_sets;
+  REQUIRE((sets.bounding.empty() && sets.effective.empty() && sets.permitted.empty() &&
+           sets.inheritable.empty() && sets.ambient.empty()));
   REQUIRE(c.security.cap_add.empty());
+}
+
+TEST_CASE("process: additionalGids, the five capability sets, rlimits, oomScoreAdj as given") {
+  // ctr's default spec (containerd 1.6): additionalGids from the image's /etc/group.
+  auto c = convert(edited("runc-spec.json", [](json& j) {
+    j["process"]["user"] = {{"uid", 1000}, {"gid", 1000}, {"additionalGids", {0, 10, 1000}}};
+    j["process"]["capabilities"] = {{"bounding", {"CAP_KILL", "CAP_CHOWN", "CAP_NET_RAW"}},
+                                    {"effective", {"CAP_KILL"}},
+                                    {"permitted", {"CAP_KILL", "CAP_CHOWN"}},
+                                    {"inheritable", {"CAP_CHOWN"}},
+                                    {"ambient", {"CAP_CHOWN"}}};
+    j["process"]["rlimits"] = {{{"type", "RLIMIT_NOFILE"}, {"soft", 100}, {"hard", 200}},
+                               {{"type", "RLIMIT_CORE"}, {"soft", 0}, {"hard", 0}}};
+    j["process"]["oomScoreAdj"] = 300;
+    j["process"].erase("env");  // no HOME: the container's process sets it from passwd
+  }));
+  REQUIRE((c.user.uid == 1000 && c.user.gid == 1000 && !c.user.gid_from_image));
+  REQUIRE(c.user.additional_gids == std::vector<gid_t>{0, 10, 1000});
+  const auto& sets = *c.security.capability_sets;
+  REQUIRE(sets.bounding == std::vector<std::string>{"CAP_KILL", "CAP_CHOWN", "CAP_NET_RAW"});
+  REQUIRE(sets.effective == std::vector<std::string>{"CAP_KILL"});
+  REQUIRE(sets.permitted == std::vector<std::string>{"CAP_KILL", "CAP_CHOWN"});
+  REQUIRE(sets.inheritable == std::vector<std::string>{"CAP_CHOWN"});
+  REQUIRE(sets.ambient == std::vector<std::string>{"CAP_CHOWN"});
+  REQUIRE(c.rlimits.size() == 2);
+  REQUIRE((c.rlimits[0].type == "RLIMIT_NOFILE" && c.rlimits[0].soft == 100 &&
+           c.rlimits[0].hard == 200));
+  REQUIRE((c.rlimits[1].type == "RLIMIT_CORE" && c.rlimits[1].hard == 0));
+  REQUIRE(c.oom_score_adj == 300);
+  REQUIRE(std::none_of(c.env.begin(), c.env.end(),
+                       [](const std::string& e) { return e.rfind("HOME=", 0) == 0; }));
+}
+
+TEST_CASE("ctr's unmodified default spec converts whole: mounts, namespaces, rootfs as is") {
+  for (const char* name : {"configs/ctr-default.json", "configs/ctr-net-host.json",
+                           "configs/ctr-tty-read-only-mount-with-ns.json"}) {
+    INFO(name);
+    auto c = convert(oci::parse_spec(fixture(name)), 0);
+    REQUIRE(c.overlay == runtime::OverlayMode::none);
+    REQUIRE(c.config_mounts);
+    const auto& mounts = c.config_mounts->mounts;
+    REQUIRE(std::any_of(mounts.begin(), mounts.end(), [](const mount::ConfigMount& m) {
+      return m.destination == "/run" && m.type == "tmpfs";
+    }));
+    REQUIRE(c.hostname.empty());  // ctr sends none: the UTS namespace's stays
+    REQUIRE(c.namespaces.pid.source == runtime::NamespaceSource::fresh);
+  }
+  auto with_ns =
+      convert(oci::parse_spec(fixture("configs/ctr-tty-read-only-mount-with-ns.json")), 0);
+  REQUIRE(with_ns.namespaces.network.source == runtime::NamespaceSource::joined);
+  auto host = convert(oci::parse_spec(fixture("configs/ctr-net-host.json")), 0);
+  REQUIRE(host.network == runtime::NetworkMode::host);
 }

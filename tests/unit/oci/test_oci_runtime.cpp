@@ -47,7 +47,7 @@ TEST_CASE("config.json hooks become the runtime's, every stage, in order") {
   j["root"]["path"] = "/rootfs";
   auto spec = oci::parse_spec(j.dump());
   oci::validate(spec);
-  auto c = oci::to_container_config(spec, "/bundle", "c1", 1000, 1000, "/nonexistent", Logger());
+  auto c = oci::to_container_config(spec, "/bundle", "c1", 1000, 1000, Logger());
   for (const auto& stage : runtime::hook_stage_names()) {
     const auto& list = runtime::hooks_of(c.hooks, stage);
     REQUIRE(list.size() == 2);
@@ -118,10 +118,42 @@ TEST_CASE("process.json for exec --process") {
   REQUIRE(p.user.uid == 5);
   REQUIRE(p.cwd == "/tmp");
   security::SecurityOptions sec;
+  sec.cap_add = {"CAP_SYS_ADMIN"};  // the container's own, replaced by the file's sets
   oci::convert_process_security(p, sec);
   REQUIRE(sec.no_new_privileges);
-  REQUIRE(sec.cap_drop == std::vector<std::string>{"ALL"});
-  REQUIRE(sec.cap_add == std::vector<std::string>{"CAP_KILL"});
+  REQUIRE(sec.cap_add.empty());
+  REQUIRE(sec.capability_sets);
+  REQUIRE(sec.capability_sets->bounding == std::vector<std::string>{"CAP_KILL"});
+  REQUIRE(sec.capability_sets->effective == std::vector<std::string>{"CAP_KILL"});
+  REQUIRE(sec.capability_sets->inheritable.empty());  // absent: empty, not the bounding set
+
+  // additionalGids, umask, rlimits and oomScoreAdj: what create gets from config.json.
+  auto settings = oci::convert_process_settings(oci::parse_process_text(
+      R"({"user":{"uid":5,"gid":6,"additionalGids":[10,11],"umask":18},"args":["id"],)"
+      R"("rlimits":[{"type":"RLIMIT_NOFILE","soft":64,"hard":128}],"oomScoreAdj":500})"));
+  REQUIRE((settings.user.uid == 5 && settings.user.gid == 6));
+  REQUIRE(settings.user.additional_gids == std::vector<gid_t>{10, 11});
+  REQUIRE(settings.umask == 022);
+  REQUIRE(settings.rlimits.size() == 1);
+  REQUIRE((settings.rlimits[0].type == "RLIMIT_NOFILE" && settings.rlimits[0].soft == 64 &&
+           settings.rlimits[0].hard == 128));
+  REQUIRE(settings.oom_score_adj == 500);
+  auto settings_error = [](const std::string& text) {
+    try {
+      oci::convert_process_settings(oci::parse_process_text(text));
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  REQUIRE_THAT(
+      settings_error(R"({"args":["x"],"rlimits":[{"type":"RLIMIT_FLY","soft":1,"hard":1}]})"),
+      Catch::Contains("process.rlimits: unknown rlimit \"RLIMIT_FLY\""));
+  REQUIRE_THAT(
+      settings_error(R"({"args":["x"],"rlimits":[{"type":"RLIMIT_NOFILE","soft":9,"hard":8}]})"),
+      Catch::Contains("RLIMIT_NOFILE: soft limit 9 is above the hard limit 8"));
+  REQUIRE_THAT(settings_error(R"({"args":["x"],"oomScoreAdj":1001})"),
+               Catch::Contains("process.oomScoreAdj 1001 is outside -1000..1000"));
 
   auto message = [](const std::string& text) {
     try {
@@ -164,6 +196,10 @@ TEST_CASE("exec: the container's defaults, env merge, --user") {
   c.security.seccomp = security::SeccompMode::file;
   c.security.seccomp_profile = "/p.json";
   c.keep_groups = true;
+  c.user.additional_gids = {10, 20};
+  c.umask = 027;
+  c.rlimits = {{"RLIMIT_NOFILE", 100, 200}};
+  c.oom_score_adj = -5;
   runtime::PrivilegeModel privilege;
   privilege.host_capabilities = true;
   auto d = runtime::exec_defaults_from_json(
@@ -176,11 +212,35 @@ TEST_CASE("exec: the container's defaults, env merge, --user") {
   REQUIRE(d.security.seccomp_profile == "/p.json");
   REQUIRE(d.keep_groups);
   REQUIRE(d.host_capabilities);
+  // What exec needs to start its process as the container's own (rlimits and the rest).
+  REQUIRE(d.user.additional_gids == std::vector<gid_t>{10, 20});
+  REQUIRE(d.umask == 027);
+  REQUIRE(d.rlimits.size() == 1);
+  REQUIRE((d.rlimits[0].type == "RLIMIT_NOFILE" && d.rlimits[0].soft == 100 &&
+           d.rlimits[0].hard == 200));
+  REQUIRE(d.oom_score_adj == -5);
+  REQUIRE_FALSE(d.security.capability_sets);
+  c.security.capability_sets = security::CapabilitySets{{"CAP_KILL"}, {}, {"CAP_KILL"}, {}, {}};
+  d = runtime::exec_defaults_from_json(
+      runtime::exec_defaults_to_json(runtime::exec_defaults_of(c, privilege)));
+  REQUIRE(d.security.capability_sets);
+  REQUIRE(d.security.capability_sets->bounding == std::vector<std::string>{"CAP_KILL"});
+  REQUIRE(d.security.capability_sets->effective.empty());
+  REQUIRE(d.security.capability_sets->permitted == std::vector<std::string>{"CAP_KILL"});
+  // An exec.json of an older mrun has none of the new fields.
+  auto old = json::parse(runtime::exec_defaults_to_json(runtime::exec_defaults_of({}, privilege)));
+  for (const char* key :
+       {"additional_gids", "capability_sets", "rlimits", "umask", "oom_score_adj"})
+    old.erase(key);
+  auto older = runtime::exec_defaults_from_json(old.dump());
+  REQUIRE((older.rlimits.empty() && !older.umask && !older.oom_score_adj));
+  REQUIRE((older.user.additional_gids.empty() && !older.security.capability_sets));
 
   REQUIRE(runtime::merge_env({"A=1", "B=2"}, {"B=3", "C=4"}) ==
           std::vector<std::string>{"A=1", "B=3", "C=4"});
-  auto u = runtime::parse_exec_user("12", {0, 9});
+  auto u = runtime::parse_exec_user("12", {0, 9, false, {4, 5}});
   REQUIRE((u.uid == 12 && u.gid == 9));
+  REQUIRE(u.additional_gids == std::vector<gid_t>{4, 5});  // runc's -u changes the ids only
   u = runtime::parse_exec_user("12:13", {0, 9});
   REQUIRE((u.uid == 12 && u.gid == 13));
   REQUIRE_THROWS_AS(runtime::parse_exec_user("root", {}), Error);

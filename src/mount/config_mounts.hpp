@@ -1,0 +1,60 @@
+// An OCI config's mount table (config.json `mounts`, linux.maskedPaths,
+// linux.readonlyPaths, rootfsPropagation) as mrun's mount plan, in the config's order:
+// the engine decides what the container sees, mrun adds only what runc and crun add
+// (the default /dev nodes and links). Pure: unit tested without privilege.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mount/mount_plan.hpp"
+
+namespace mrun::mount {
+
+struct ConfigMount {
+  std::string destination;  // absolute, in the container
+  std::string type;         // "bind", "tmpfs", "proc", ...; empty: from the options
+  std::string source;       // absolute host path (bind), or the filesystem's source name
+  std::vector<std::string> options;
+};
+
+// What mount(8) options mean, split as mount_setattr and fsconfig take them.
+struct MountOptions {
+  bool bind = false;
+  bool recursive = false;                                            // rbind
+  std::uint64_t attrs_set = 0, attrs_clear = 0;                      // ro, nosuid, ...
+  std::uint64_t recursive_attrs_set = 0, recursive_attrs_clear = 0;  // rro, rnosuid, ...
+  std::uint64_t propagation = 0;                                     // MS_SHARED ...; 0: none asked
+  bool propagation_recursive = false;
+  std::string data;  // the filesystem's own options ("mode=755,size=65536k")
+};
+
+// Throws mrun::Error naming the mount (`what`) and the option for one mrun cannot honour
+// (idmap, tmpcopyup) or, on a bind, one that means nothing there.
+MountOptions parse_mount_options(const std::vector<std::string>& options, const std::string& what);
+
+// rootfsPropagation's value as MS_* propagation plus recursion; throws for another value.
+std::pair<std::uint64_t, bool> parse_propagation(const std::string& value);
+
+struct ConfigMountInput {
+  std::vector<ConfigMount> mounts;
+  std::vector<std::string> masked_paths;    // as given; absent ones are skipped
+  std::vector<std::string> readonly_paths;  // likewise
+  bool read_only_root = false;
+  // Empty: mrun's rprivate. Set on "/" after pivot_root (which refuses a shared root):
+  // see apply_root_propagation.
+  std::string rootfs_propagation;
+  // Rootful in the host's user namespace: the default /dev nodes by mknod, else binds.
+  bool mknod_default_devices = false;
+  // A fresh proc needs a PID namespace of the container's user namespace: without a new
+  // one it falls back to a bind of the host's /proc (as podman does for --pid=host).
+  bool own_pid_namespace = true;
+  // Likewise mqueue and the IPC namespace (a bind of the host's /dev/mqueue then).
+  bool own_ipc_namespace = true;
+  std::vector<MountStep> devices;  // linux.devices, after the default nodes
+};
+
+std::vector<MountStep> plan_config_mounts(const ConfigMountInput& input);
+
+}  // namespace mrun::mount
