@@ -458,13 +458,12 @@ def test_preserve_fds_and_no_pivot_and_no_new_keyring(mrun, rootfs, name, tmp_pa
         mrun("delete", "--force", name)
 
 
-def test_hooks_run_in_order_with_the_state_on_stdin(mrun, rootfs, name, tmp_path):
+def test_hooks_run_in_order_with_the_state_on_stdin(mrun, private_rootfs, name, tmp_path):
     logdir = tmp_path / "hooklog"
     logdir.mkdir()
     log = logdir / "log"
-
-
-    bundle = _bundle(mrun, tmp_path, rootfs, ["/bin/sleep", "1000"])
+    # root.path is used as it is: the bind's mount point is made in it, as runc does.
+    bundle = _bundle(mrun, tmp_path, private_rootfs, ["/bin/sleep", "1000"])
     config = json.loads((bundle / "config.json").read_text())
     config["mounts"].append({"destination": "/hooklog", "type": "bind", "source": str(logdir),
                              "options": ["rbind"]})

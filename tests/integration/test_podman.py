@@ -26,6 +26,11 @@ pytestmark = pytest.mark.skipif(PODMAN is None, reason="podman is not installed 
                                 "(scripts/install-deps.sh installs it)")
 
 
+def _netns_mounted():
+    # By mountinfo: os.path.ismount misses a bind of a directory onto itself.
+    return any(m.point == "/run/netns" for m in M.host_mounts())
+
+
 class Podman:
     def __init__(self, base):
         self.base = base
@@ -44,21 +49,29 @@ class Podman:
                               XDG_DATA_HOME=base + "/data", CONTAINERS_CONF=conf,
                               CONTAINERS_STORAGE_CONF=storage)
 
+        # Rootful podman's default network (netavark) bind-mounts /run/netns onto itself,
+        # shared, for the namespaces it makes, and leaves it there: podman's, not mrun's.
+        self.netns_was_mounted = _netns_mounted()
+
     def __call__(self, *args, timeout=60):
         p = subprocess.run([PODMAN, *args], env=self.env, capture_output=True, text=True,
                            timeout=timeout)
         return M.Result([PODMAN, *args], p.returncode, p.stdout, p.stderr, 0)
 
-    def run_args(self, *args):
+    def run_args(self, *args, network="none"):
         # Rootful podman asks for RLIMIT_NOFILE 1048576 and RLIMIT_NPROC above what it
         # leaves conmon; this machine's root lacks CAP_SYS_RESOURCE to raise a hard
         # limit (crun fails the same way): ask for less.
-        return ("--runtime", "mrun", "run", "--network", "none", "--cgroups", "disabled",
+        net = ("--network", network) if network else ()
+        return ("--runtime", "mrun", "run", *net, "--cgroups", "disabled",
                 "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=4096:4096", *args)
 
     def close(self):
         self("rm", "-af", "-t", "0")
         self("system", "reset", "-f")  # the vfs layers belong to subordinate ids
+        while M.ROOTFUL and not self.netns_was_mounted and _netns_mounted():
+            if subprocess.run(["umount", "-l", "/run/netns"], check=False).returncode != 0:
+                break
         # Rootless podman leaves a pause process holding its user namespace; it is the
         # suite's child (the suite is a subreaper) and must go before the leftover check.
         try:
@@ -127,3 +140,17 @@ def test_podman_exec_into_a_running_container(podman):
         assert r.out.startswith("exec\nsleep"), r
     finally:
         podman("rm", "-f", "-t", "0", "mrun-it-x")
+
+
+def test_podman_default_network_joins_the_namespace_podman_made(podman):
+    # Podman's default network (rootless: slirp4netns; rootful: netavark's bridge): podman
+    # makes the network namespace and passes it as linux.namespaces[].path, which mrun
+    # joins; the container then has podman's interface, not only lo.
+    r = podman(*podman.run_args("--rm", IMAGE, "sh", "-c",
+                                "readlink /proc/self/ns/net; cat /proc/net/dev", network=None))
+    M.assert_rc(r)
+    lines = r.out.split("\n")
+    assert lines[0] != os.readlink("/proc/self/ns/net"), r  # not the host's
+    interfaces = [ln.split(":")[0].strip() for ln in lines[3:] if ":" in ln]
+    assert "lo" in interfaces, r
+    assert [i for i in interfaces if i != "lo"], r

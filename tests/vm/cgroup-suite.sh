@@ -4,11 +4,12 @@
 #   tests/vm/cgroup-suite.sh [--timeout SECONDS]
 #
 # Host side of tests/vm/guest/cgroup.sh. This host's cgroup layout is hybrid
-# (controllers on v1, an empty cgroup2), so --memory, --pids-limit and --cpus
-# are tested in a guest with a pure cgroup v2, as an unprivileged user with a
-# delegated subtree, as the same user without one, and as root. Needs mrun and
-# hog in the meson build dir ($MRUN_BUILD_DIR, default build/; run `meson
-# compile` first). The guest's TAP goes to stdout and, when MRUN_RESULTS_DIR is
+# (controllers on v1, an empty cgroup2), so --memory, --pids-limit and --cpus,
+# an OCI bundle's linux.resources and `mrun update` are tested in a guest with a
+# pure cgroup v2, as an unprivileged user with a delegated subtree, as the same
+# user without one, and as root. Needs mrun and hog in the meson build dir
+# ($MRUN_BUILD_DIR, default build/; run `meson compile` first). The guest's
+# TAP goes to stdout and, when MRUN_RESULTS_DIR is
 # set, to $MRUN_RESULTS_DIR/vm-cgroup.tap; a VM-level failure (kernel oops or
 # warning, hung guest, harness error) is added as a failed test of its own.
 # Skips (one TAP line saying why) without qemu, busybox-static or a Debian

@@ -11,7 +11,8 @@
 # subtree, as the same user without one, and as root: --memory with the hog
 # (OOM kill, exit 137, oom_kill counted, leaf removed), --pids-limit with a
 # fork bomb, --cpus, the container's own view of /sys/fs/cgroup, `mrun stats`,
-# and the error when nothing is delegated. Prints TAP (docs/DEVELOPING.md)
+# an OCI bundle's linux.resources in the leaf's files and `mrun update` changing
+# them, and the errors when nothing is delegated. Prints TAP (docs/DEVELOPING.md)
 # and copies it to $MRUN_VM_OUT/cgroup.tap; exits 1 if any test failed.
 #
 # Containers use --network none (no helper needed) and --overlay none: these
@@ -60,6 +61,16 @@ runuser_in() {
         XDG_RUNTIME_DIR=/tmp/cg-run XDG_DATA_HOME=/tmp/cg-data "$@"
 }
 as_delegated() { (cd /tmp && runuser_in "$deleg/shell" "$@"); }
+# as_delegated_own CMD...: the same, with nothing of root's left in the subtree:
+# setpriv executes the command itself where runuser stays behind as a root-owned
+# parent, and the kernel enables cpuset only above processes the user may reschedule
+# (systemd/systemd#18293).
+as_delegated_own() {
+    # shellcheck disable=SC2016
+    (cd /tmp && sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$deleg/shell" \
+        setpriv --reuid="$user" --regid="$user" --init-groups env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+        HOME=/tmp/cg-home XDG_RUNTIME_DIR=/tmp/cg-run XDG_DATA_HOME=/tmp/cg-data "$@")
+}
 # as_plain CMD...: as mrun-test from the root cgroup: nothing delegated.
 as_plain() { (cd /tmp && runuser_in "$cg" "$@"); }
 as_root() { (cd /tmp && "$@"); }
@@ -225,6 +236,144 @@ suite() {
 suite rootless as_delegated "$deleg"
 suite rootful as_root "$cg/mrun"
 
+# ---------------------------------------------------------------- OCI linux.resources, update
+# A real block device for io.max: a loop device over a file (its numbers from sysfs).
+loop_mm=''
+if truncate -s 16M /tmp/cg-disk.img && loopdev=$(losetup -f --show /tmp/cg-disk.img 2>/dev/null); then
+    loop_mm=$(cat "/sys/class/block/${loopdev#/dev/}/dev")
+fi
+huge=no
+[[ -d /sys/kernel/mm/hugepages/hugepages-2048kB ]] && grep -qw hugetlb "$cg/cgroup.controllers" && huge=yes
+diag "OCI resources: loop device ${loopdev:-none} (${loop_mm:-no io.max check}), hugetlb 2MB: $huge"
+
+# oci_bundle RUNNER DIR SPEC_FLAG ARGS_JSON RESOURCES_PY: `mrun spec` as the runner (the
+# rootless spec maps its own uid), pointed at the busybox rootfs, read-only, with the
+# process ARGS_JSON and linux.resources set by the Python expression RESOURCES_PY.
+oci_bundle() {
+    local runner=$1 dir=$2 spec_flag=$3 args=$4 resources=$5
+    rm -rf "$dir"
+    install -d -m 0755 -o "$([[ $runner == as_root ]] && echo root || echo "$user")" "$dir"
+    "$runner" "$M" spec ${spec_flag:+"$spec_flag"} --bundle "$dir" >/dev/null 2>&1 || return 1
+    python3 - "$dir/config.json" "$ROOTFS" "$args" "$loop_mm" "$huge" "$resources" <<'PY'
+import json, sys
+path, rootfs, args, loop, huge, resources = sys.argv[1:7]
+c = json.load(open(path))
+c["root"] = {"path": rootfs, "readonly": True}
+c["process"]["terminal"] = False
+c["process"]["args"] = json.loads(args)
+r = c["linux"].setdefault("resources", {})
+r.update(eval(resources))
+json.dump(c, open(path, "w"), indent=1)
+PY
+}
+
+# The full set: every conversion whose file the guest has.
+full_resources='dict({
+  "memory": {"limit": 67108864, "reservation": 16777216, "swap": 100663296},
+  "cpu": {"shares": 2048, "quota": 30000, "period": 100000, "burst": 1000, "cpus": "0", "mems": "0"},
+  "pids": {"limit": 40},
+  "unified": {"memory.high": "62914560"},
+}, **({"blockIO": {"weight": 200,
+     "throttleReadBpsDevice": [{"major": int(loop.split(":")[0]), "minor": int(loop.split(":")[1]), "rate": 1048576}],
+     "throttleWriteIOPSDevice": [{"major": int(loop.split(":")[0]), "minor": int(loop.split(":")[1]), "rate": 120}]}}
+    if loop else {}),
+   **({"hugepageLimits": [{"pageSize": "2MB", "limit": 4194304}]} if huge == "yes" else {}))'
+
+# leaf_has LEAF FILE WANT...: FILE of LEAF reads one of WANT (first line); else says what.
+leaf_has() {
+    local leaf=$1 file=$2 got
+    shift 2
+    got=$(head -n 1 "$leaf/$file" 2>&1)
+    for want in "$@"; do [[ $got == "$want" ]] && return 0; done
+    echo "$file: \"$got\", want \"$*\""
+    return 1
+}
+
+# oci_suite WHO RUNNER PARENT SPEC_FLAG: an OCI bundle's linux.resources land in the
+# leaf's files; `mrun update` changes a running container's.
+oci_suite() {
+    local who=$1 runner=$2 parent=$3 spec_flag=$4 id=oci-$1 dir=$stage/bundle-$1 leaf rc bad=()
+    leaf=$parent/mrun-$id
+    if ! oci_bundle "$runner" "$dir" "$spec_flag" '["/bin/sleep", "300"]' "$full_resources"; then
+        not_ok "$who: OCI bundle with linux.resources" "mrun spec or the edit failed"
+        return
+    fi
+    # create holds the container before exec, its leaf made and written; its stdio
+    # are the caller's (runc's pass-through), so they go to a file, not a pipe.
+    "$runner" "$M" create --bundle "$dir" "$id" >"$stage/create-$who.log" 2>&1 </dev/null
+    rc=$?
+    if [[ $rc != 0 || ! -d $leaf ]]; then
+        not_ok "$who: create makes the leaf with linux.resources" "exit $rc" "$(cat "$stage/create-$who.log")"
+        "$runner" "$M" delete -f "$id" >/dev/null 2>&1
+        return
+    fi
+    leaf_has "$leaf" cpu.weight 174 || bad+=("shares 2048")
+    leaf_has "$leaf" cpu.max "30000 100000" || bad+=("quota/period")
+    leaf_has "$leaf" cpu.max.burst 1000 || bad+=("burst")
+    leaf_has "$leaf" cpuset.cpus 0 || bad+=("cpus")
+    leaf_has "$leaf" cpuset.mems 0 || bad+=("mems")
+    leaf_has "$leaf" memory.max 67108864 || bad+=("memory.limit")
+    leaf_has "$leaf" memory.low 16777216 || bad+=("memory.reservation")
+    leaf_has "$leaf" memory.swap.max 33554432 || bad+=("memory.swap: 96M - 64M")
+    leaf_has "$leaf" memory.high 62914560 || bad+=("unified memory.high")
+    leaf_has "$leaf" pids.max 40 || bad+=("pids.limit")
+    if [[ -n $loop_mm ]]; then
+        grep -qx "$loop_mm rbps=1048576 wbps=max riops=max wiops=120" "$leaf/io.max" ||
+            bad+=("io.max: $(cat "$leaf/io.max" 2>&1)")
+        if [[ -e $leaf/io.bfq.weight ]]; then
+            leaf_has "$leaf" io.bfq.weight "default 200" || bad+=("blkio weight (bfq)")
+        else
+            leaf_has "$leaf" io.weight "default 1920" || bad+=("blkio weight 200 -> io.weight 1920")
+        fi
+    fi
+    local huge_note=''
+    if [[ $huge == yes ]]; then
+        leaf_has "$leaf" hugetlb.2MB.max 4194304 || bad+=("hugetlb")
+        huge_note=', hugetlb.2MB.max'
+    fi
+    if ((${#bad[@]} == 0)); then
+        ok "$who: create writes linux.resources to the leaf (cpu.weight 174, cpu.max, burst, cpuset, memory.max/low/high, memory.swap.max = swap - limit, pids.max${loop_mm:+, io.max $loop_mm, io weight}${huge_note})"
+    else
+        not_ok "$who: create writes linux.resources to the leaf" "${bad[@]}"
+    fi
+
+    # update, on the running container: flags and --resources -.
+    bad=()
+    "$runner" "$M" start "$id" >/dev/null 2>&1 || bad+=("start failed")
+    output=$("$runner" "$M" update --memory 128M --memory-swap 160M --cpu-quota 50000 "$id" 2>&1) ||
+        bad+=("update flags: $output")
+    leaf_has "$leaf" memory.max 134217728 || bad+=("memory.max after update")
+    leaf_has "$leaf" memory.swap.max 33554432 || bad+=("memory.swap.max after update")
+    leaf_has "$leaf" cpu.max "50000 100000" || bad+=("cpu.max after update (period kept)")
+    output=$(echo '{"pids": {"limit": 50}, "cpu": {"shares": 512}, "devices": []}' |
+        "$runner" "$M" update --resources - "$id" 2>&1) || bad+=("update --resources -: $output")
+    leaf_has "$leaf" pids.max 50 || bad+=("pids.max after update")
+    leaf_has "$leaf" cpu.weight 59 || bad+=("cpu.weight after update (512 -> 59)")
+    if ((${#bad[@]} == 0)); then
+        ok "$who: update changes the running container's memory.max, memory.swap.max, cpu.max (period kept), pids.max and cpu.weight"
+    else
+        not_ok "$who: update changes the running container's limits" "${bad[@]}"
+    fi
+    output=$("$runner" "$M" update --memory 300M "$id" 2>&1)
+    rc=$?
+    if [[ $rc == 125 ]] && grep -q "memory+swap total" <<<"$output" && leaf_has "$leaf" memory.max 134217728 >/dev/null; then
+        ok "$who: update --memory above today's memory+swap total is a 125, nothing changed (as runc)"
+    else
+        not_ok "$who: update --memory above today's memory+swap total is a 125" "exit $rc" "$output"
+    fi
+    "$runner" "$M" kill "$id" KILL >/dev/null 2>&1
+    "$runner" "$M" delete -f "$id" >/dev/null 2>&1
+    if [[ ! -d $leaf ]]; then
+        ok "$who: the OCI container's leaf is removed by delete"
+    else
+        not_ok "$who: the OCI container's leaf is removed by delete" "$leaf"
+    fi
+}
+
+oci_suite rootless as_delegated_own "$deleg" --rootless
+oci_suite rootful as_root "$cg/mrun" ""
+[[ -n $loop_mm ]] && losetup -d "$loopdev"
+
 # ---------------------------------------------------------------- not delegated
 before=$(find "$cg" -type d | sort)
 output=$(as_plain "$M" run --name nodeleg "${common[@]}" --memory 100M "$ROOTFS" /bin/true 2>&1)
@@ -249,6 +398,30 @@ if [[ $rc == 0 ]] && grep -qx fine <<<"$output" && grep -q 'debug: no cgroup: no
     ok "not delegated, no limits: runs without a cgroup and says so under --debug"
 else
     not_ok "not delegated, no limits: runs without a cgroup and says so under --debug" "exit $rc" "$output"
+fi
+# ctr's and CRI's cpu.shares 1024 asks for nothing beyond a fresh cgroup's default:
+# accepted where there is no cgroup; 2048 is not.
+if oci_bundle as_plain "$stage/bundle-plain" --rootless '["/bin/echo", "ran"]' '{"cpu": {"shares": 1024}}'; then
+    output=$(as_plain "$M" --debug run --bundle "$stage/bundle-plain" plain-1024 2>&1)
+    rc=$?
+    as_plain "$M" delete -f plain-1024 >/dev/null 2>&1
+    if [[ $rc == 0 ]] && grep -qx ran <<<"$output" && grep -q 'cpu.shares (cpu.weight 100).*accepted without a cgroup' <<<"$output"; then
+        ok "not delegated: a bundle with cpu.shares 1024 runs without a cgroup, said under --debug"
+    else
+        not_ok "not delegated: a bundle with cpu.shares 1024 runs without a cgroup" "exit $rc" "$output"
+    fi
+else
+    not_ok "not delegated: a bundle with cpu.shares 1024 runs without a cgroup" "bundle not made"
+fi
+if oci_bundle as_plain "$stage/bundle-plain" --rootless '["/bin/true"]' '{"cpu": {"shares": 2048}}'; then
+    output=$(as_plain "$M" run --bundle "$stage/bundle-plain" plain-2048 2>&1)
+    rc=$?
+    as_plain "$M" delete -f plain-2048 >/dev/null 2>&1
+    if [[ $rc == 125 ]] && grep -q 'linux.resources.cpu.shares needs a cgroup' <<<"$output"; then
+        ok "not delegated: a bundle with cpu.shares 2048 is a 125 naming linux.resources.cpu.shares"
+    else
+        not_ok "not delegated: a bundle with cpu.shares 2048 is a 125 naming the field" "exit $rc" "$output"
+    fi
 fi
 output=$(as_plain "$M" run --rm "${common[@]}" --cgroups=disabled --pids-limit 5 "$ROOTFS" /bin/true 2>&1)
 if [[ $? == 125 ]] && grep -q 'cgroups=disabled' <<<"$output"; then

@@ -1,0 +1,221 @@
+"""config.json honoured as given (issue: a complete OCI runtime): the config's mounts
+in order, masked and read-only paths of any path, rootfsPropagation, namespaces new,
+shared with the caller or joined by path, hostname only when given, and root.path used
+as it is, with nothing of the container kept outside --root. Each test shows the
+effect inside the container; rootless and rootful."""
+
+import json
+import os
+import socket
+import subprocess
+
+import pytest
+
+import mrunlib as M
+
+
+def _bundle(mrun, tmp_path, rootfs, args, edit=None):
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    spec_args = ["spec", "--bundle", str(bundle)] + ([] if M.ROOTFUL else ["--rootless"])
+    M.assert_rc(mrun(*spec_args))
+    config = json.loads((bundle / "config.json").read_text())
+    config["root"]["path"] = str(rootfs)
+    config["process"]["args"] = args
+    config["process"]["terminal"] = False
+    if edit:
+        edit(config)
+    (bundle / "config.json").write_text(json.dumps(config))
+    return bundle
+
+
+def _run(mrun, bundle, name):
+    try:
+        return mrun("run", "--bundle", bundle, name)
+    finally:
+        mrun("delete", "--force", name)
+
+
+def _mountinfo_line(text, mount_point):
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) > 4 and fields[4] == mount_point:
+            return line
+    return None
+
+
+def test_config_mounts_are_made_as_given_in_order(mrun, private_rootfs, name, tmp_path, host_dir):
+    with open(os.path.join(host_dir, "file"), "w") as f:
+        f.write("from the host\n")
+    os.mkdir(os.path.join(host_dir, "inner"))  # a read-only bind takes no new mount point
+
+    def edit(c):
+        c["mounts"] += [
+            # ctr's default spec has this one; mrun refused it before.
+            {"destination": "/run", "type": "tmpfs", "source": "tmpfs",
+             "options": ["nosuid", "strictatime", "mode=700", "size=1024k"]},
+            {"destination": "/data", "type": "bind", "source": host_dir,
+             "options": ["rbind", "ro", "nodev"]},
+            {"destination": "/data/inner", "type": "tmpfs", "source": "inner",
+             "options": ["mode=755"]},
+        ]
+    script = ("cat /proc/self/mountinfo; echo ---; stat -c %a /run; cat /data/file; "
+              "touch /data/x 2>/dev/null && echo wrote-ro; touch /data/inner/y && echo inner-ok")
+    bundle = _bundle(mrun, tmp_path, private_rootfs, ["sh", "-c", script], edit)
+    r = _run(mrun, bundle, name)
+    M.assert_rc(r)
+    mountinfo, rest = r.out.split("---\n")
+    run = _mountinfo_line(mountinfo, "/run")
+    assert run and " - tmpfs inner " not in run and "size=1024k" in run and "nosuid" in run, r
+    data = _mountinfo_line(mountinfo, "/data")
+    assert data and "ro," in data.split()[5] + "," and "nodev" in data.split()[5], r
+    # In order: /data/inner went on top of the read-only bind.
+    assert _mountinfo_line(mountinfo, "/data/inner"), r
+    assert rest.split("\n")[:2] == ["700", "from the host"], r
+    assert "wrote-ro" not in rest and "inner-ok" in rest, r
+
+
+def test_masked_and_readonly_paths_of_any_path(mrun, private_rootfs, name, tmp_path):
+    os.makedirs(os.path.join(private_rootfs, "opt/secret"), exist_ok=True)
+    with open(os.path.join(private_rootfs, "opt/secret/key"), "w") as f:
+        f.write("hidden\n")
+    with open(os.path.join(private_rootfs, "opt/token"), "w") as f:
+        f.write("hidden too\n")
+    os.makedirs(os.path.join(private_rootfs, "srv"), exist_ok=True)
+
+    def edit(c):
+        c["root"]["readonly"] = False
+        c["linux"]["maskedPaths"] = ["/opt/secret", "/opt/token", "/does/not/exist"]
+        c["linux"]["readonlyPaths"] = ["/srv"]
+    script = ("ls /opt/secret | wc -l; cat /opt/token | wc -c; "
+              "touch /srv/x 2>/dev/null && echo srv-writable; touch /tmp/ok && echo root-rw")
+    bundle = _bundle(mrun, tmp_path, private_rootfs, ["sh", "-c", script], edit)
+    r = _run(mrun, bundle, name)
+    M.assert_rc(r)
+    assert r.out.split() == ["0", "0", "root-rw"], r
+
+
+def test_root_path_is_used_as_it_is_writes_land_in_it(mrun, private_rootfs, name, tmp_path):
+    def edit(c):
+        c["root"]["readonly"] = False
+    bundle = _bundle(mrun, tmp_path, private_rootfs, ["sh", "-c", "echo kept > /written"], edit)
+    r = _run(mrun, bundle, name)
+    M.assert_rc(r)
+    # The engine's rootfs took the write: no overlay of mrun's own lay over it.
+    with open(os.path.join(private_rootfs, "written")) as f:
+        assert f.read() == "kept\n"
+    assert not os.path.exists(os.path.join(M.data_dir(), "containers", name)), r
+
+
+def test_one_id_under_two_roots_shares_nothing(mrun, private_rootfs, name, tmp_path):
+    bundle = _bundle(mrun, tmp_path, private_rootfs, ["sleep", "300"])
+    roots = [str(tmp_path / "root-a"), str(tmp_path / "root-b")]
+    try:
+        for root in roots:
+            r = mrun("--root", root, "run", "-d", "--bundle", bundle, name)
+            M.assert_rc(r)
+        r = mrun("--root", roots[0], "delete", "--force", name)
+        M.assert_rc(r)
+        r = mrun("--root", roots[1], "state", name)
+        M.assert_rc(r)
+        state = json.loads(r.out)
+        assert state["status"] == "running", state
+    finally:
+        for root in roots:
+            mrun("--root", root, "delete", "--force", name)
+
+
+def test_rootfs_propagation_is_set_on_the_root(mrun, rootfs, name, tmp_path):
+    def edit(c):
+        c["linux"]["rootfsPropagation"] = "rshared"
+    bundle = _bundle(mrun, tmp_path, rootfs, ["cat", "/proc/self/mountinfo"], edit)
+    r = _run(mrun, bundle, name)
+    M.assert_rc(r)
+    root = _mountinfo_line(r.out, "/")
+    assert root and "shared:" in root, r
+
+
+def test_hostname_only_when_given_domainname_when_given(mrun, rootfs, name, tmp_path):
+    def edit(c):
+        c.pop("hostname", None)
+        c["domainname"] = "example.test"
+    bundle = _bundle(mrun, tmp_path, rootfs,
+                     ["sh", "-c", "hostname; cat /proc/sys/kernel/domainname"], edit)
+    r = _run(mrun, bundle, name)
+    M.assert_rc(r)
+    # A new UTS namespace starts as a copy of the caller's: left so, as runc does.
+    assert r.out.split() == [socket.gethostname(), "example.test"], r
+
+
+def _ns(pid, kind):
+    return os.readlink(f"/proc/{pid}/ns/{kind}")
+
+
+def test_namespaces_absent_from_the_config_are_the_caller_s(mrun, rootfs, name, tmp_path):
+    # Rootless, the host's IPC namespace takes no mqueue mount of a user namespace's
+    # and this host has no /dev/mqueue to bind instead (the clear 125 below).
+    shared = ("pid", "ipc", "uts") if M.ROOTFUL or os.path.ismount("/dev/mqueue") else ("pid", "uts")
+
+    def edit(c):
+        c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] not in shared]
+        c.pop("hostname", None)
+    script = f"for n in {' '.join(shared)}; do readlink /proc/self/ns/$n; done; hostname"
+    bundle = _bundle(mrun, tmp_path, rootfs, ["sh", "-c", script], edit)
+    r = _run(mrun, bundle, name)
+    M.assert_rc(r)
+    assert r.out.split() == [_ns("self", n) for n in shared] + [socket.gethostname()], r
+
+
+@pytest.mark.skipif(M.ROOTFUL or os.path.ismount("/dev/mqueue"),
+                    reason="rootless on a host without /dev/mqueue only")
+def test_host_ipc_rootless_without_a_host_mqueue_is_a_clear_125(mrun, rootfs, name, tmp_path):
+    def edit(c):
+        c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] != "ipc"]
+    bundle = _bundle(mrun, tmp_path, rootfs, ["true"], edit)
+    r = mrun("run", "--bundle", bundle, name)
+    M.assert_mrun_error(r, mentions=["mqueue on /dev/mqueue", "no /dev/mqueue to bind"])
+    M.assert_mrun_error(mrun("state", name), mentions=["does not exist"])
+
+
+@pytest.fixture
+def other_namespaces():
+    """A process of its own network and IPC namespaces, as an engine's pod sandbox."""
+    p = subprocess.Popen(["unshare", "--net", "--ipc", "sleep", "300"])
+    try:
+        M.wait_until(lambda: _ns(p.pid, "net") != _ns("self", "net"), 5)
+        yield p.pid
+    finally:
+        p.kill()
+        p.wait()
+
+
+@pytest.mark.skipif(not M.ROOTFUL, reason="rootless: a namespace of another user namespace "
+                    "is joined only from inside it (rootless podman's case, test_podman)")
+def test_namespaces_joined_by_path(mrun, rootfs, name, tmp_path, other_namespaces):
+    pid = other_namespaces
+
+    def edit(c):
+        for n in c["linux"]["namespaces"]:
+            if n["type"] == "ipc":
+                n["path"] = f"/proc/{pid}/ns/ipc"
+        c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"]
+                                    if n["type"] != "network"]
+        c["linux"]["namespaces"].append({"type": "network", "path": f"/proc/{pid}/ns/net"})
+    script = "readlink /proc/self/ns/net; readlink /proc/self/ns/ipc"
+    bundle = _bundle(mrun, tmp_path, rootfs, ["sh", "-c", script], edit)
+    r = _run(mrun, bundle, name)
+    M.assert_rc(r)
+    assert r.out.split() == [_ns(pid, "net"), _ns(pid, "ipc")], r
+    # The monitor went back to its own: nothing of mrun stays in the joined ones.
+    assert _ns("self", "net") != _ns(pid, "net")
+
+
+def test_joining_a_namespace_that_cannot_be_joined_is_a_clear_125(mrun, rootfs, name, tmp_path):
+    def edit(c):
+        c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"]
+                                    if n["type"] != "network"]
+        c["linux"]["namespaces"].append({"type": "network", "path": "/proc/self/ns/ipc"})
+    bundle = _bundle(mrun, tmp_path, rootfs, ["true"], edit)
+    r = mrun("run", "--bundle", bundle, name)
+    M.assert_mrun_error(r, mentions=["linux.namespaces (network)", "/proc/self/ns/ipc"])
+    M.assert_mrun_error(mrun("state", name), mentions=["does not exist"])

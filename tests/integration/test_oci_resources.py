@@ -1,0 +1,118 @@
+"""linux.resources of an OCI bundle, and `mrun update`, on this host (mrun-oci(1),
+RESOURCES).
+
+This host's cgroup layout is hybrid (no usable cgroup v2; rootless, no delegation), so
+mrun makes no cgroup here. ctr's default spec and containerd's CRI always carry
+linux.resources.cpu.shares 1024, which asks for nothing beyond a fresh cgroup's
+default (cpu.weight 100): such a config must run here, rootless and rootful, while any
+real request (cpu.shares 2048, a memory limit) stays a 125 naming the field. The
+values landing in a leaf's files, and `update` changing them, are tested on a pure
+cgroup v2 in a VM: tests/vm/cgroup-suite.sh.
+"""
+
+import json
+
+import pytest
+
+import mrunlib as M
+from test_cgroups import WHY_NOT, VM_SUITE
+from test_oci import _create
+
+needs_no_cgroup = pytest.mark.skipif(
+    WHY_NOT is None, reason="this host can honour limits; what runs without a cgroup is "
+    f"tested where it cannot (this host's CI, and {VM_SUITE} without delegation)")
+
+# The resources of tests/unit/oci/configs/ctr-default.json, as `ctr run` writes them.
+CTR_DEVICES = [{"allow": False, "access": "rwm"}] + [
+    {"allow": True, "type": "c", "major": major, "minor": minor, "access": "rwm"}
+    for major, minor in ((1, 3), (1, 8), (1, 7), (5, 0), (1, 5), (1, 9), (5, 1), (5, 2))
+] + [{"allow": True, "type": "c", "major": 136, "access": "rwm"}]
+
+
+def _bundle(mrun, tmp_path, rootfs, args, resources):
+    """`mrun spec` (--rootless when not root) pointed at ROOTFS, with RESOURCES."""
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    M.assert_rc(mrun("spec", "--bundle", str(bundle), *([] if M.ROOTFUL else ["--rootless"])))
+    config = json.loads((bundle / "config.json").read_text())
+    config["root"]["path"] = str(rootfs)
+    config["process"]["args"] = args
+    config["process"]["terminal"] = False
+    config["linux"]["resources"] = resources
+    (bundle / "config.json").write_text(json.dumps(config))
+    return bundle
+
+
+@needs_no_cgroup
+def test_ctr_cpu_shares_1024_runs_without_a_cgroup(mrun, rootfs, name, tmp_path):
+    bundle = _bundle(mrun, tmp_path, rootfs, ["/bin/echo", "ran"],
+                     {"devices": CTR_DEVICES, "cpu": {"shares": 1024}})
+    try:
+        r = mrun("--debug", "run", "--bundle", bundle, name)
+        M.assert_rc(r)
+        assert r.out.strip() == "ran", r
+        # --debug says why nothing is lost.
+        assert "linux.resources.cpu.shares (cpu.weight 100)" in r.err, r
+        assert "accepted without a cgroup" in r.err, r
+    finally:
+        mrun("delete", "--force", name)
+
+
+@needs_no_cgroup
+@pytest.mark.parametrize("resources,field", [
+    ({"cpu": {"shares": 2048}}, "linux.resources.cpu.shares"),
+    ({"cpu": {"shares": 1024, "quota": 50000}}, "linux.resources.cpu.quota"),
+    ({"memory": {"limit": 67108864}}, "linux.resources.memory.limit"),
+    ({"unified": {"memory.high": "67108864"}}, "linux.resources.unified.memory.high"),
+])
+def test_a_real_request_without_a_cgroup_is_125_naming_the_field(mrun, rootfs, name, tmp_path,
+                                                                 resources, field):
+    bundle = _bundle(mrun, tmp_path, rootfs, ["/bin/true"], dict(resources, devices=CTR_DEVICES))
+    for verb in ("create", "run"):
+        r = _create(mrun, "--bundle", bundle, name) if verb == "create" else mrun(
+            verb, "--bundle", bundle, name)
+        M.assert_mrun_error(r, mentions=[field, "needs a cgroup"])
+        M.assert_mrun_error(mrun("state", name), mentions=["does not exist"])
+
+
+@pytest.mark.parametrize("resources,field", [
+    ({"memory": {"disableOOMKiller": True}}, "linux.resources.memory.disableOOMKiller"),
+    ({"cpu": {"realtimeRuntime": 950000}}, "linux.resources.cpu.realtimeRuntime"),
+    ({"unified": {"../memory.max": "1"}}, "linux.resources.unified.../memory.max"),
+])
+def test_what_cgroup_v2_cannot_do_is_refused_anywhere(mrun, rootfs, name, tmp_path, resources,
+                                                      field):
+    bundle = _bundle(mrun, tmp_path, rootfs, ["/bin/true"], resources)
+    M.assert_mrun_error(mrun("run", "--bundle", bundle, name), mentions=[field])
+    M.assert_mrun_error(mrun("state", name), mentions=["does not exist"])
+
+
+@needs_no_cgroup
+def test_update_without_a_cgroup(mrun, rootfs, name, tmp_path):
+    bundle = _bundle(mrun, tmp_path, rootfs, ["/bin/sleep", "1000"],
+                     {"devices": CTR_DEVICES, "cpu": {"shares": 1024}})
+    try:
+        M.assert_rc(_create(mrun, "--bundle", bundle, name))
+        M.assert_rc(mrun("start", name))
+        # containerd's CRI sends cpu.shares on update too: the default is accepted.
+        M.assert_rc(mrun("update", "--cpu-share", "1024", name))
+        M.assert_rc(mrun("update", "--resources", "-", name,
+                         input='{"cpu": {"shares": 1024}, "devices": []}'))
+        M.assert_mrun_error(mrun("update", "--memory", "64m", name),
+                            mentions=["has no cgroup", "linux.resources.memory.limit"])
+        M.assert_mrun_error(mrun("update", "--cpu-rt-runtime", "1000", name),
+                            mentions=["linux.resources.cpu.realtimeRuntime"])
+        M.assert_mrun_error(mrun("update", "--memory", "1x", name),
+                            mentions=["invalid value for --memory"])
+        M.assert_mrun_error(mrun("update", "--resources", "-", "--memory", "1m", name),
+                            mentions=["--resources and the limit flags"])
+    finally:
+        mrun("delete", "--force", name)
+    M.assert_mrun_error(mrun("update", "--memory", "64m", name), mentions=["does not exist"])
+
+
+def test_features_lists_rdma_with_cgroup_v2(mrun):
+    r = mrun("features")
+    M.assert_rc(r)
+    cgroup = json.loads(r.out)["linux"]["cgroup"]
+    assert cgroup["v2"] is True and cgroup["v1"] is False and cgroup["rdma"] is True, cgroup
