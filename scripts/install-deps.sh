@@ -18,6 +18,11 @@ packages=(
   # a real engine driving mrun through the OCI verbs (tests/integration/test_podman.py,
   # bench/podman-run.sh): podman 4.3 with conmon, its network stack and catatonit
   podman conmon golang-github-containers-common netavark catatonit
+  # netavark's bridge (rootful podman's default network) sets its NAT rules with iptables
+  iptables
+  # containerd 1.6 with ctr and its runc shim driving mrun (tests/integration/test_containerd.py,
+  # bench/ctr-run.sh): each starts a containerd of its own, never the system service
+  containerd
 )
 
 missing=()
