@@ -126,6 +126,9 @@ int policy_parse(const char* text, size_t len, struct policy* out, char* err, si
       return line;
     }
     if (parse_line(p, hash != NULL ? hash : eol, out, err, errlen) != 0) return line;
+    /* A last line without a newline ends the text: eol + 1 would point two past its
+     * end, which C does not let a pointer do (the comparison above would be undefined). */
+    if (eol == end) break;
     p = eol + 1;
   }
   return 0;
