@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
+#include "mount/config_mounts.hpp"
 #include "oci/spec.hpp"
 #include "runtime/hooks.hpp"
 #include "security/capabilities.hpp"
@@ -17,8 +18,9 @@ class FeaturesCommand : public Command {
     return app.add_subcommand("features", "print what this mrun supports, as runc features does");
   }
 
-  // Honest about today's subset (see mrun-oci(1)): every hook stage is run, only bind
-  // mounts are taken from config.json, no apparmor or selinux, cgroup v2 only.
+  // Honest about today's subset (see mrun-oci(1)): every hook stage is run, the mount
+  // options mount/config_mounts takes, no idmapped mounts, no apparmor or selinux,
+  // cgroup v2 only.
   int execute(const runtime::GlobalOptions& /*global*/) override {
     nlohmann::json caps = nlohmann::json::array();
     for (int cap = 0; cap <= security::kernel_last_capability(); ++cap) {
@@ -28,8 +30,7 @@ class FeaturesCommand : public Command {
         {"ociVersionMin", "1.0.0"},
         {"ociVersionMax", oci::spec_version},
         {"hooks", runtime::hook_stage_names()},
-        {"mountOptions",
-         {"bind", "rbind", "ro", "rw", "nosuid", "nodev", "noexec", "private", "rprivate"}},
+        {"mountOptions", mount::known_mount_options()},
         {"linux",
          {{"namespaces", {"cgroup", "ipc", "mount", "network", "pid", "user", "uts"}},
           {"capabilities", caps},
@@ -40,6 +41,8 @@ class FeaturesCommand : public Command {
             {"systemdUser", false},
             {"rdma", true}}},
           {"seccomp", {{"enabled", true}}},
+          // idmap and ridmap are refused (125) today.
+          {"mountExtensions", {{"idmap", {{"enabled", false}}}}},
           {"apparmor", {{"enabled", false}}},
           {"selinux", {{"enabled", false}}}}},
         {"annotations", {{"io.github.mrun.version", MRUN_VERSION}}},

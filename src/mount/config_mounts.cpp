@@ -99,6 +99,17 @@ MountStep fs_step(const ConfigMount& m, const MountOptions& o, const std::string
 
 }  // namespace
 
+std::vector<std::string> known_mount_options() {
+  std::vector<std::string> names{"bind", "rbind"};
+  for (const auto& entry : attr_options()) names.push_back(entry.first);
+  for (const auto& entry : propagation_options()) names.push_back(entry.first);
+  for (const char* flag : {"sync", "dirsync", "mand", "lazytime", "silent", "async", "nomand",
+                           "nolazytime", "loud", "defaults", "notmpcopyup"}) {
+    names.emplace_back(flag);
+  }
+  return names;
+}
+
 MountOptions parse_mount_options(const std::vector<std::string>& options, const std::string& what) {
   MountOptions o;
   std::vector<std::string> data;

@@ -34,6 +34,10 @@ struct MountOptions {
 // (idmap, tmpcopyup) or, on a bind, one that means nothing there.
 MountOptions parse_mount_options(const std::vector<std::string>& options, const std::string& what);
 
+// Every option name parse_mount_options takes (`mrun features`' mountOptions), besides a
+// fresh filesystem's own ("mode=755"), which go to it as they are.
+std::vector<std::string> known_mount_options();
+
 // rootfsPropagation's value as MS_* propagation plus recursion; throws for another value.
 std::pair<std::uint64_t, bool> parse_propagation(const std::string& value);
 
