@@ -216,48 +216,17 @@ std::vector<MountStep> plan_config_mounts(const ConfigMountInput& input) {
   // What runc and crun add to every container: the default nodes in /dev (unless the
   // config binds a /dev of its own) and the links a process expects there.
   if (!dev_is_bind) {
-    for (const auto& node : default_device_nodes()) {
-      if (input.mknod_default_devices) {
-        plan.push_back(default_device_node(node));
-        continue;
-      }
-      MountStep bind;
-      bind.kind = StepKind::bind;
-      bind.source = "/dev/" + node;
-      bind.target = "/dev/" + node;
-      bind.target_is_file = true;
-      bind.read_only = true;  // as in mrun run's plan: no chmod reaches the host's inode
-      plan.push_back(bind);
-    }
+    add_default_device_nodes(plan, input.mknod_default_devices);
     const std::pair<const char*, const char*> links[] = {
         {"/dev/fd", "/proc/self/fd"},       {"/dev/stdin", "/proc/self/fd/0"},
         {"/dev/stdout", "/proc/self/fd/1"}, {"/dev/stderr", "/proc/self/fd/2"},
         {"/dev/ptmx", "pts/ptmx"},          {"/dev/core", "/proc/kcore"},
     };
-    for (const auto& [link, to] : links) {
-      MountStep step;
-      step.kind = StepKind::symlink;
-      step.target = link;
-      step.source = to;
-      plan.push_back(step);
-    }
+    for (const auto& [link, to] : links) plan.push_back(symlink_step(link, to));
   }
   plan.insert(plan.end(), input.devices.begin(), input.devices.end());
 
-  for (const auto& path : input.masked_paths) {
-    MountStep mask;
-    mask.kind = StepKind::mask;
-    mask.target = path;
-    mask.optional = true;
-    plan.push_back(mask);
-  }
-  for (const auto& path : input.readonly_paths) {
-    MountStep ro;
-    ro.kind = StepKind::read_only;
-    ro.target = path;
-    ro.optional = true;
-    plan.push_back(ro);
-  }
+  add_masked_and_read_only(plan, input.masked_paths, input.readonly_paths);
   if (input.read_only_root) {
     MountStep ro;
     ro.kind = StepKind::root_read_only;

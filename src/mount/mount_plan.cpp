@@ -61,14 +61,52 @@ MountStep fs(std::string target, std::string fstype, unsigned long flags, std::s
   return step;
 }
 
-MountStep symlink(std::string target, std::string points_to) {
+}  // namespace
+
+MountStep symlink_step(std::string target, std::string points_to) {
   MountStep step;
   step.kind = StepKind::symlink;
   step.target = std::move(target);
   step.source = std::move(points_to);
   return step;
 }
-}  // namespace
+
+void add_default_device_nodes(std::vector<MountStep>& plan, bool mknod) {
+  for (const auto& node : default_device_nodes()) {
+    if (mknod) {
+      plan.push_back(default_device_node(node));
+      continue;
+    }
+    MountStep bind;
+    bind.kind = StepKind::bind;
+    bind.source = "/dev/" + node;
+    bind.target = "/dev/" + node;
+    bind.target_is_file = true;
+    // Read-only: the node still reads and writes (a device ignores the mount's ro), but
+    // no chmod or chown reaches the host's inode, even where the container's root is
+    // the node's owner (--userns single under root).
+    bind.read_only = true;
+    plan.push_back(bind);
+  }
+}
+
+void add_masked_and_read_only(std::vector<MountStep>& plan, const std::vector<std::string>& masked,
+                              const std::vector<std::string>& read_only) {
+  for (const auto& path : masked) {
+    MountStep mask;
+    mask.kind = StepKind::mask;
+    mask.target = path;
+    mask.optional = true;
+    plan.push_back(mask);
+  }
+  for (const auto& path : read_only) {
+    MountStep ro;
+    ro.kind = StepKind::read_only;
+    ro.target = path;
+    ro.optional = true;
+    plan.push_back(ro);
+  }
+}
 
 void check_volume_destination(const VolumeSpec& volume) {
   // Files lxcfs serves over procfs's own (as runc allows them); nothing else of /proc.
@@ -112,35 +150,20 @@ std::vector<MountStep> plan_container_mounts(const MountPlanInput& input) {
   // root cannot chmod them: the host's root owns them, unmapped). Rootful, they are new
   // nodes of the container's own.
   plan.push_back(fs("/dev", "tmpfs", MS_NOSUID | MS_STRICTATIME, "mode=755,size=65536k"));
-  for (const auto& node : default_device_nodes()) {
-    if (input.mknod_default_devices) {
-      plan.push_back(default_device_node(node));
-      continue;
-    }
-    MountStep bind;
-    bind.kind = StepKind::bind;
-    bind.source = "/dev/" + node;
-    bind.target = "/dev/" + node;
-    bind.target_is_file = true;
-    // Read-only: the node still reads and writes (a device ignores the mount's ro), but
-    // no chmod or chown reaches the host's inode, even where the container's root is
-    // the node's owner (--userns single under root).
-    bind.read_only = true;
-    plan.push_back(bind);
-  }
+  add_default_device_nodes(plan, input.mknod_default_devices);
   plan.insert(plan.end(), input.devices.begin(), input.devices.end());
   std::string devpts_opts = "newinstance,ptmxmode=0666,mode=0620";
   // gid=5 (tty) must exist in the namespace, or the kernel refuses the option.
   if (!input.user_namespace || input.gid5_mapped) devpts_opts += ",gid=5";
   plan.push_back(fs("/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, devpts_opts));
-  plan.push_back(symlink("/dev/ptmx", "pts/ptmx"));
+  plan.push_back(symlink_step("/dev/ptmx", "pts/ptmx"));
   plan.push_back(fs("/dev/shm", "tmpfs", secure, "mode=1777,size=65536k"));
   plan.push_back(fs("/dev/mqueue", "mqueue", secure, ""));
-  plan.push_back(symlink("/dev/fd", "/proc/self/fd"));
-  plan.push_back(symlink("/dev/stdin", "/proc/self/fd/0"));
-  plan.push_back(symlink("/dev/stdout", "/proc/self/fd/1"));
-  plan.push_back(symlink("/dev/stderr", "/proc/self/fd/2"));
-  plan.push_back(symlink("/dev/core", "/proc/kcore"));
+  plan.push_back(symlink_step("/dev/fd", "/proc/self/fd"));
+  plan.push_back(symlink_step("/dev/stdin", "/proc/self/fd/0"));
+  plan.push_back(symlink_step("/dev/stdout", "/proc/self/fd/1"));
+  plan.push_back(symlink_step("/dev/stderr", "/proc/self/fd/2"));
+  plan.push_back(symlink_step("/dev/core", "/proc/kcore"));
 
   MountStep sys = fs("/sys", "sysfs", secure | MS_RDONLY, "");
   if (!input.own_network_namespace) {
@@ -160,20 +183,7 @@ std::vector<MountStep> plan_container_mounts(const MountPlanInput& input) {
     plan.push_back(fs("/sys/fs/cgroup", "cgroup2", secure | MS_RDONLY, ""));
   }
 
-  for (const auto& path : default_masked_paths()) {
-    MountStep mask;
-    mask.kind = StepKind::mask;
-    mask.target = path;
-    mask.optional = true;
-    plan.push_back(mask);
-  }
-  for (const auto& path : default_read_only_paths()) {
-    MountStep ro;
-    ro.kind = StepKind::read_only;
-    ro.target = path;
-    ro.optional = true;
-    plan.push_back(ro);
-  }
+  add_masked_and_read_only(plan, default_masked_paths(), default_read_only_paths());
 
   for (const auto& volume : input.volumes) {
     check_volume_destination(volume);

@@ -86,6 +86,15 @@ struct MountPlanInput {
 const std::vector<std::string>& default_device_nodes();
 // A default node as the kernel numbers it (null 1:3 ... tty 5:0), mode 0666 root:root.
 MountStep default_device_node(const std::string& name);
+// The default nodes, each a step: mknod when `mknod` (rootful), else a read-only bind
+// of the host's node onto an empty file.
+void add_default_device_nodes(std::vector<MountStep>& plan, bool mknod);
+// A mask step for each of `masked`, then a read-only step for each of `read_only`; both
+// skipped at apply time where the path does not exist.
+void add_masked_and_read_only(std::vector<MountStep>& plan, const std::vector<std::string>& masked,
+                              const std::vector<std::string>& read_only);
+// A symlink step: `target` made a link to `points_to`.
+MountStep symlink_step(std::string target, std::string points_to);
 // The OCI defaults (runc spec / podman) for masked and read-only paths.
 const std::vector<std::string>& default_masked_paths();
 const std::vector<std::string>& default_read_only_paths();
