@@ -555,3 +555,22 @@ ROOTFS_CREATION = {}
 # Names mrun generated (no --name) during the current test: the leftover
 # guard checks those too (it otherwise only looks at this session's names).
 GENERATED_NAMES = set()
+
+
+def oci_bundle(mrun, tmp_path, rootfs, args, edit=None, **process):
+    """`mrun spec` (--rootless when not root) in a fresh TMP_PATH/bundle, pointed at
+    ROOTFS, running ARGS without a terminal; PROCESS updates config["process"], then
+    EDIT(config) changes anything else."""
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    spec_args = ["spec", "--bundle", str(bundle)] + ([] if ROOTFUL else ["--rootless"])
+    assert_rc(mrun(*spec_args))
+    config = json.loads((bundle / "config.json").read_text())
+    config["root"]["path"] = str(rootfs)
+    config["process"]["args"] = args
+    config["process"]["terminal"] = False
+    config["process"].update(process)
+    if edit:
+        edit(config)
+    (bundle / "config.json").write_text(json.dumps(config))
+    return bundle

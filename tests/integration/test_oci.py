@@ -16,17 +16,7 @@ import mrunlib as M
 
 def _bundle(mrun, tmp_path, rootfs, args, **process):
     """`mrun spec` (--rootless when not root) in a fresh bundle, pointed at ROOTFS."""
-    bundle = tmp_path / "bundle"
-    bundle.mkdir()
-    spec_args = ["spec", "--bundle", str(bundle)] + ([] if M.ROOTFUL else ["--rootless"])
-    M.assert_rc(mrun(*spec_args))
-    config = json.loads((bundle / "config.json").read_text())
-    config["root"]["path"] = str(rootfs)
-    config["process"]["args"] = args
-    config["process"]["terminal"] = False
-    config["process"].update(process)
-    (bundle / "config.json").write_text(json.dumps(config))
-    return bundle
+    return M.oci_bundle(mrun, tmp_path, rootfs, args, **process)
 
 
 def _create(mrun, *args, **kw):

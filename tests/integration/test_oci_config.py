@@ -15,18 +15,7 @@ import mrunlib as M
 
 
 def _bundle(mrun, tmp_path, rootfs, args, edit=None):
-    bundle = tmp_path / "bundle"
-    bundle.mkdir()
-    spec_args = ["spec", "--bundle", str(bundle)] + ([] if M.ROOTFUL else ["--rootless"])
-    M.assert_rc(mrun(*spec_args))
-    config = json.loads((bundle / "config.json").read_text())
-    config["root"]["path"] = str(rootfs)
-    config["process"]["args"] = args
-    config["process"]["terminal"] = False
-    if edit:
-        edit(config)
-    (bundle / "config.json").write_text(json.dumps(config))
-    return bundle
+    return M.oci_bundle(mrun, tmp_path, rootfs, args, edit)
 
 
 def _run(mrun, bundle, name):

@@ -31,16 +31,9 @@ CTR_DEVICES = [{"allow": False, "access": "rwm"}] + [
 
 def _bundle(mrun, tmp_path, rootfs, args, resources):
     """`mrun spec` (--rootless when not root) pointed at ROOTFS, with RESOURCES."""
-    bundle = tmp_path / "bundle"
-    bundle.mkdir()
-    M.assert_rc(mrun("spec", "--bundle", str(bundle), *([] if M.ROOTFUL else ["--rootless"])))
-    config = json.loads((bundle / "config.json").read_text())
-    config["root"]["path"] = str(rootfs)
-    config["process"]["args"] = args
-    config["process"]["terminal"] = False
-    config["linux"]["resources"] = resources
-    (bundle / "config.json").write_text(json.dumps(config))
-    return bundle
+    def edit(config):
+        config["linux"]["resources"] = resources
+    return M.oci_bundle(mrun, tmp_path, rootfs, args, edit)
 
 
 @needs_no_cgroup
