@@ -21,13 +21,14 @@ void check_path(const std::string& path, const char* role) {
 }
 }  // namespace
 
-std::string overlay_mount_data(const OverlayLayers& layers, bool userxattr) {
+std::string overlay_mount_data(const OverlayLayers& layers, bool userxattr, bool volatile_upper) {
   check_path(layers.lower, "lower");
   check_path(layers.upper, "upper");
   check_path(layers.work, "work");
   std::string data =
       "lowerdir=" + layers.lower + ",upperdir=" + layers.upper + ",workdir=" + layers.work;
   if (userxattr) data += ",userxattr";
+  if (volatile_upper) data += ",volatile";
   return data;
 }
 
@@ -38,16 +39,25 @@ std::vector<std::string> fuse_overlayfs_argv(const std::string& program,
   return {program, "-f", "-o", overlay_mount_data(layers, false), layers.merged};
 }
 
-std::string try_native_overlay(const OverlayLayers& layers, bool in_user_namespace) {
-  std::string data = overlay_mount_data(layers, in_user_namespace);
-  if (::mount("overlay", layers.merged.c_str(), "overlay", 0, data.c_str()) == 0) return "";
-  int err = errno;
-  if (in_user_namespace && err == EINVAL) {
-    // Kernels before 5.11 do not know userxattr (and do not allow overlay in a user
-    // namespace at all, so this retry mostly yields the real reason).
-    data = overlay_mount_data(layers, false);
+std::string try_native_overlay(const OverlayLayers& layers, bool in_user_namespace,
+                               bool volatile_upper) {
+  // The options to try, best first: an older kernel answers EINVAL to an option it
+  // does not know (volatile before 5.10, userxattr before 5.11, where overlay in a user
+  // namespace is refused anyway and the last try yields the real reason).
+  struct Try {
+    bool userxattr;
+    bool volatile_upper;
+  };
+  std::vector<Try> tries;
+  tries.push_back({in_user_namespace, volatile_upper});
+  if (volatile_upper) tries.push_back({in_user_namespace, false});
+  if (in_user_namespace) tries.push_back({false, false});
+  int err = 0;
+  for (const Try& t : tries) {
+    std::string data = overlay_mount_data(layers, t.userxattr, t.volatile_upper);
     if (::mount("overlay", layers.merged.c_str(), "overlay", 0, data.c_str()) == 0) return "";
     err = errno;
+    if (err != EINVAL) break;
   }
   return std::string("mount overlay on ") + layers.merged + ": " + std::strerror(err);
 }

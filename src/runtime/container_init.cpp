@@ -65,7 +65,7 @@ void mount_rootfs(const LaunchSpec& spec, const SyncChannel& sync) {
       return;
     case OverlayMode::native:
     case OverlayMode::automatic: {
-      std::string failure = mount::try_native_overlay(layers, in_userns);
+      std::string failure = mount::try_native_overlay(layers, in_userns, spec.volatile_upper);
       if (failure.empty()) {
         spec.log.debug("overlay: native");
         return;

@@ -20,6 +20,8 @@ struct LaunchSpec {
   mount::OverlayLayers layers;  // lower = config.rootfs
   OverlayMode overlay = OverlayMode::automatic;
   std::vector<mount::MountStep> mounts;
+  // --rm: the upper is removed at exit, so overlayfs need not sync it (overlay.hpp).
+  bool volatile_upper = false;
   bool may_setgroups = true;  // false when setgroups is denied (single-ID map)
   // The parent moves the child into its cgroup leaf before ids_mapped; the child then
   // unshares its cgroup namespace, so that namespace is rooted at the leaf (one made at

@@ -203,6 +203,7 @@ LaunchSpec make_launch_spec(const ContainerConfig& config, const PrivilegeModel&
     spec.layers.upper = storage + "/upper";
     spec.layers.work = storage + "/work";
     spec.layers.merged = storage + "/merged";
+    spec.volatile_upper = config.remove_on_exit;
   }
   spec.may_setgroups = !privilege.new_user_namespace || ids.kind == userns::MapKind::subordinate;
   spec.own_cgroup = own_cgroup;

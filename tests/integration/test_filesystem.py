@@ -50,6 +50,24 @@ def test_overlay_mode_is_the_one_asked_for(mrun, rootfs, name, overlay, fstypes)
         f"--overlay {overlay}: / is {root and root.fstype}, expected {fstypes}\n{r.out}")
 
 
+def test_rm_overlay_is_volatile_and_a_kept_one_is_not(mrun, rootfs, name):
+    """--rm: overlayfs need not sync an upper removed at exit (two syncfs at unmount
+    stall the exit under I/O load); a kept container's upper is synced as usual."""
+    mounts, r = M.container_mounts(mrun, rootfs, "--overlay", "native", name=name)
+    root = M.mount_at(mounts, "/")
+    assert root is not None and "volatile" in root.superopts, (
+        f"--rm: / is not a volatile overlay: {root}\n{r.out}")
+    kept = mrun("run", "--name", name + "-kept", "--overlay", "native", rootfs,
+                "cat", "/proc/self/mountinfo")
+    try:
+        M.assert_rc(kept)
+        root = M.mount_at(M.parse_mountinfo(kept.out), "/")
+        assert root is not None and "volatile" not in root.superopts, (
+            f"a kept container's overlay must not be volatile: {root}")
+    finally:
+        M.assert_rc(mrun("delete", name + "-kept"))
+
+
 def test_overlay_auto_says_which_under_debug(mrun, rootfs, name):
     r = mrun("--debug", "run", "--rm", "--name", name, rootfs, "/bin/true")
     M.assert_rc(r)

@@ -115,6 +115,8 @@ TEST_CASE("overlay mount data, and paths it cannot carry") {
   OverlayLayers layers{"/img", "/s/upper", "/s/work", "/s/merged"};
   REQUIRE(overlay_mount_data(layers, true) ==
           "lowerdir=/img,upperdir=/s/upper,workdir=/s/work,userxattr");
+  REQUIRE(overlay_mount_data(layers, true, true) ==
+          "lowerdir=/img,upperdir=/s/upper,workdir=/s/work,userxattr,volatile");
   auto argv = fuse_overlayfs_argv("/usr/bin/fuse-overlayfs", layers);
   REQUIRE(argv == std::vector<std::string>{"/usr/bin/fuse-overlayfs", "-f", "-o",
                                            "lowerdir=/img,upperdir=/s/upper,workdir=/s/work",
