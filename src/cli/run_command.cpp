@@ -208,8 +208,8 @@ class RunCommand : public Command {
     run->add_flag("--read-only", options_.read_only, "mount the root filesystem read-only");
     run->add_option("--overlay", options_.overlay, "auto|native|fuse|none")
         ->check(CLI::IsMember({"auto", "native", "fuse", "none"}));
-    run->add_option("--userns", options_.userns, "auto|single")
-        ->check(CLI::IsMember({"auto", "single"}));
+    run->add_option("--userns", options_.userns, "auto|private|single")
+        ->check(CLI::IsMember({"auto", "private", "single"}));
     run->add_option("--network", options_.network,
                     "slirp4netns|pasta|none|host (default: slirp4netns when installed)")
         ->check(CLI::IsMember({"slirp4netns", "pasta", "none", "host"}));
@@ -321,8 +321,9 @@ class RunCommand : public Command {
     }
     config.read_only = options_.read_only;
     config.overlay = *runtime::parse_overlay_mode(options_.overlay);
-    config.userns =
-        options_.userns == "single" ? runtime::UsernsMode::single : runtime::UsernsMode::automatic;
+    config.userns = options_.userns == "single"    ? runtime::UsernsMode::single
+                    : options_.userns == "private" ? runtime::UsernsMode::private_namespace
+                                                   : runtime::UsernsMode::automatic;
     config.network = choose_network(options_.network, ctx);
     for (const auto& spec : options_.publish) config.publish.push_back(net::parse_publish(spec));
     config.allow_host_loopback = options_.allow_host_loopback;

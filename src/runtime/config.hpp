@@ -22,7 +22,10 @@
 namespace mrun::runtime {
 
 enum class OverlayMode { automatic, native, fuse, none };
-enum class UsernsMode { automatic, single };
+// automatic: rootless with subordinate ids, the state root's shared user namespace
+// (userns/shared_userns.hpp), else single; private: a namespace of the container's own
+// mapped through newuidmap/newgidmap; single: one of its own mapping only root.
+enum class UsernsMode { automatic, private_namespace, single };
 // none: a private netns with only lo; host: the caller's; slirp4netns/pasta: a private
 // netns connected to the host by that user-mode network helper, run by mrun.
 enum class NetworkMode { none, host, slirp4netns, pasta };

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <optional>
 #include <thread>
@@ -39,6 +40,7 @@
 #include "userns/apply_idmap.hpp"
 #include "userns/caller.hpp"
 #include "userns/idmap.hpp"
+#include "userns/shared_userns.hpp"
 #include "userns/subid.hpp"
 
 namespace mrun::runtime {
@@ -48,7 +50,7 @@ namespace {
 userns::IdMapPlan plan_ids(const ContainerConfig& config, const PrivilegeModel& privilege,
                            const Context& ctx) {
   if (!privilege.new_user_namespace) return {};
-  bool want_subordinate = config.userns == UsernsMode::automatic && !privilege.rootful;
+  bool want_subordinate = config.userns != UsernsMode::single && !privilege.rootful;
   auto plan = userns::plan_caller_maps(ctx.subuid_file, ctx.subgid_file, want_subordinate);
   if (want_subordinate && plan.kind == userns::MapKind::single) {
     const std::string caller = userns::caller_name();
@@ -330,6 +332,62 @@ void run_poststart(const ContainerConfig& config, const std::string& state_json,
   }
 }
 
+// mrun run's rootless containers with subordinate ids join the state root's shared
+// user namespace (userns/shared_userns.hpp); an engine's bundle, OCI create's sibling
+// and joined namespaces keep a namespace of their own, as the runtime spec has it.
+bool uses_shared_user_namespace(const ContainerConfig& config, const PrivilegeModel& privilege,
+                                const userns::IdMapPlan& ids, const LaunchHooks& hooks,
+                                const NamespaceJoin& joined) {
+  return config.userns == UsernsMode::automatic && privilege.new_user_namespace &&
+         !privilege.rootful && !privilege.nested && ids.kind == userns::MapKind::subordinate &&
+         config.bundle.empty() && !hooks.container_to_callers_reaper && joined.empty();
+}
+
+// The container, born in the shared user namespace: a short-lived first child enters
+// it and clones the container into its other new namespaces (which the shared one then
+// owns) as the monitor's own child (CLONE_PARENT). The monitor never enters it: it
+// could not come back. BODY runs in the container and does not return.
+template <typename Body>
+sys::CloneResult clone_in_user_namespace(int userns_fd, unsigned long long flags, Body&& body) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw_errno("create a pipe");
+  UniqueFd result_read(fds[0]), result_write(fds[1]);
+  auto first = sys::clone_with_pidfd(0, SIGCHLD);
+  if (first.pid == 0) {
+    result_read.reset();
+    int result[2] = {-1, 0};  // the container's pid, or the errno
+    if (int err = sys::setns_fd(userns_fd, CLONE_NEWUSER); err != 0) {
+      result[1] = err;
+    } else {
+      try {
+        auto child = sys::clone_with_pidfd((flags & ~CLONE_NEWUSER) | CLONE_PARENT, 0);
+        if (child.pid == 0) {
+          result_write.reset();
+          body();
+        }
+        result[0] = child.pid;
+      } catch (const Error& e) {
+        result[1] = e.errno_value() != 0 ? e.errno_value() : EINVAL;
+      }
+    }
+    ::_exit(::write(result_write.get(), result, sizeof result) == sizeof result ? 0 : 1);
+  }
+  result_write.reset();
+  int result[2] = {-1, EPIPE};
+  ssize_t n = ::read(result_read.get(), result, sizeof result);
+  sys::wait_pidfd(first.pidfd.get());
+  if (n != sizeof result || result[0] <= 0) {
+    throw Error(result[1] == 0 ? "clone the container into the shared user namespace"
+                               : "clone the container into the shared user namespace: " +
+                                     std::string(std::strerror(result[1])),
+                result[1], "retry with --userns private");
+  }
+  sys::CloneResult container;
+  container.pid = result[0];
+  container.pidfd = sys::pidfd_open(container.pid);  // our child: its pid stays its own
+  return container;
+}
+
 }  // namespace
 
 void remove_container(const Context& ctx, const std::string& name) {
@@ -475,15 +533,29 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
         "namespace mrun did not make is not supported yet",
         ENOTSUP, "give the container a PID namespace of its own");
   }
+  UniqueFd shared_userns;
+  if (uses_shared_user_namespace(config, privilege, ids, hooks, joined)) {
+    shared_userns = userns::shared_user_namespace(
+        {store.root(), ids, userns::shared_userns_linger_seconds()}, ctx.log);
+  }
   if (!join_in_container) joined.enter();
   // A sibling for OCI create (see LaunchHooks::container_to_callers_reaper). The kernel
   // refuses CLONE_PARENT only from a pid namespace's init, which the monitor never is.
   const bool reap = !spec.sibling_of_monitor;
-  auto child = reap ? sys::clone_with_pidfd(namespace_flags(spec), SIGCHLD)
-                    : sys::clone_with_pidfd(namespace_flags(spec) | CLONE_PARENT, 0);
-  if (child.pid == 0) {
+  auto run_container_main = [&] {
     parent_end.close();
     container_main(spec, child_end, self_pidfd, join_in_container ? &joined : nullptr);
+  };
+  sys::CloneResult child;
+  bool mapped = false;
+  if (shared_userns) {
+    child = clone_in_user_namespace(shared_userns.get(), namespace_flags(spec), run_container_main);
+    shared_userns.reset();
+    mapped = true;
+  } else {
+    child = reap ? sys::clone_with_pidfd(namespace_flags(spec), SIGCHLD)
+                 : sys::clone_with_pidfd(namespace_flags(spec) | CLONE_PARENT, 0);
+    if (child.pid == 0) run_container_main();
   }
   joined.leave();
   child_end.close();
@@ -516,7 +588,8 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
     state.device_filter =
         device_access.attach_filter(leaf ? leaf->path() : "", cgroup_plan.why_not, child.pid);
   }
-  if (privilege.new_user_namespace) userns::apply_id_maps(child.pid, ids);
+  // (A container in the shared user namespace has its maps already.)
+  if (privilege.new_user_namespace && !mapped) userns::apply_id_maps(child.pid, ids);
   // The network comes up now, before the container goes on, so the command never runs
   // without it. Destroyed (stopped) before undo_child kills the container on failure.
   auto network = start_network(config, privilege, child.pid, store.dir_of(config.name), ctx);

@@ -13,6 +13,7 @@
 #include "userns/apply_idmap.hpp"
 #include "userns/caller.hpp"
 #include "userns/idmap.hpp"
+#include "userns/shared_userns.hpp"
 
 namespace mrun::runtime {
 
@@ -21,8 +22,23 @@ std::string storage_dir_for(const Context& ctx, const std::string& name) {
 }
 
 namespace {
+// Files of subordinate ids in the upper (a container's non-root users wrote them) are
+// removed as root of a user namespace with the caller's map: the state root's shared
+// one when its holder lives (no newuidmap), else one made for the purpose.
+bool remove_in_shared_user_namespace(int userns_fd, const std::string& dir) {
+  auto child = sys::clone_with_pidfd(0, SIGCHLD);
+  if (child.pid == 0) {
+    if (sys::setns_fd(userns_fd, CLONE_NEWUSER) != 0) ::_exit(1);
+    ::_exit(sys::remove_tree(dir) ? 0 : 1);
+  }
+  return sys::wait_pidfd(child.pidfd.get()) == 0;
+}
+
 bool remove_in_user_namespace(const Context& ctx, const std::string& dir) {
   auto plan = userns::plan_caller_maps(ctx.subuid_file, ctx.subgid_file, true);
+  if (UniqueFd shared = userns::existing_shared_user_namespace(ctx.state_root, plan)) {
+    if (remove_in_shared_user_namespace(shared.get(), dir)) return true;
+  }
   int go[2];
   if (::pipe2(go, O_CLOEXEC) != 0) return false;
   UniqueFd go_read(go[0]);

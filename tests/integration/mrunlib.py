@@ -421,6 +421,17 @@ def list_procs():
     return procs
 
 
+def is_userns_holder(proc):
+    """A state root's shared user namespace holder (src/userns/shared_userns.hpp)."""
+    return proc.comm == "mrun-userns"
+
+
+def userns_holders():
+    """The holders alive now, of this user: {pid: Proc}."""
+    return {p.pid: p for p in list_procs().values()
+            if is_userns_holder(p) and p.uid == UID and p.state != "Z"}
+
+
 def procs_with_arg(marker):
     return [p for p in list_procs().values() if any(marker in a for a in p.cmdline)]
 

@@ -226,7 +226,10 @@ def test_rootless_no_newuidmap_in_path_is_125(mrun, rootfs, name):
         pytest.skip("rootless only: rootful writes its id maps itself")
     path = M.path_without("newuidmap", "newgidmap")
     try:
-        r = mrun.with_env(PATH=path)("run", "--rm", "--name", name, rootfs, "/bin/true")
+        # --userns private maps every container itself (a new holder of the shared
+        # namespace needs newuidmap too: test_shared_userns.py).
+        r = mrun.with_env(PATH=path)("run", "--rm", "--name", name, "--userns", "private",
+                                     rootfs, "/bin/true")
         M.assert_mrun_error(r, 125, mentions=["newuidmap"])
         assert "--userns" in r.err or "uidmap" in r.err.replace("newuidmap", ""), (
             f"the message does not say the fix (install uidmap, or --userns single):\n{r!r}")

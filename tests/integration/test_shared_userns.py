@@ -1,0 +1,201 @@
+"""Rootless containers of a state root share one user namespace, kept by a holder
+process (src/userns/shared_userns.hpp): newuidmap/newgidmap run once per holder.
+What is shared is what each test below checks: the map, nothing of the caller, a
+holder that goes away when idle or replaced, and a record that is never trusted
+blindly."""
+
+import os
+import subprocess
+import time
+
+import pytest
+
+import mrunlib as M
+
+pytestmark = pytest.mark.skipif(M.ROOTFUL, reason="rootless only: rootful makes no user namespace")
+
+
+@pytest.fixture
+def state(tmp_path):
+    """A state root of the test's own, so that its holder is the test's alone."""
+    d = tmp_path / "state"
+    d.mkdir(mode=0o700)
+    return str(d)
+
+
+def _holder_pid(state):
+    with open(os.path.join(state, ".userns")) as f:
+        return int(f.read().split()[0])
+
+
+def _userns_of_container(m, rootfs, *opts):
+    r = m("run", "--rm", "--network", "none", *opts, rootfs, "/bin/sh", "-c",
+          "readlink /proc/self/ns/user; cat /proc/self/uid_map")
+    M.assert_rc(r)
+    ns, _, uid_map = r.out.partition("\n")
+    return ns.strip(), uid_map
+
+
+def _stop_holders(state):
+    try:
+        M.kill_quietly(_holder_pid(state))
+    except (OSError, ValueError):
+        pass
+
+
+def test_containers_share_one_user_namespace_with_the_full_map(mrun, rootfs, state):
+    m = mrun.with_args("--root", state)
+    try:
+        first, uid_map = _userns_of_container(m, rootfs)
+        second, _ = _userns_of_container(m, rootfs)
+        host = os.readlink("/proc/self/ns/user")
+        assert first == second != host, (
+            f"two containers of one state root: {first} and {second} (host {host})")
+        rng = M.subid_range("/etc/subuid")
+        assert [tuple(map(int, l.split())) for l in uid_map.splitlines()] == [
+            (0, M.UID, 1), (1, rng[0], min(65535, rng[1]))], uid_map
+        holder = _holder_pid(state)
+        assert holder in M.userns_holders(), f"the record names {holder}, no holder"
+        assert os.readlink(f"/proc/{holder}/ns/user") == first
+    finally:
+        _stop_holders(state)
+
+
+def test_userns_private_is_a_namespace_of_its_own(mrun, rootfs, state):
+    m = mrun.with_args("--root", state)
+    try:
+        shared, _ = _userns_of_container(m, rootfs)
+        one, _ = _userns_of_container(m, rootfs, "--userns", "private")
+        two, _ = _userns_of_container(m, rootfs, "--userns", "private")
+        assert len({shared, one, two}) == 3, (shared, one, two)
+    finally:
+        _stop_holders(state)
+
+
+def test_the_holder_has_nothing_of_the_caller(mrun, rootfs, state):
+    """No fd of mrun's (an engine reading mrun's stdout would never see end-of-file),
+    cwd /, a session of its own, and one holder however many containers start."""
+    m = mrun.with_args("--root", state)
+    try:
+        before = set(M.userns_holders())
+        for _ in range(3):
+            _userns_of_container(m, rootfs)
+        new = set(M.userns_holders()) - before
+        holder = _holder_pid(state)
+        assert new == {holder}, f"expected one new holder, {holder}: {new}"
+        fds = {fd: os.readlink(f"/proc/{holder}/fd/{fd}") for fd in os.listdir(f"/proc/{holder}/fd")}
+        assert {fds.get(str(i)) for i in range(3)} == {"/dev/null"}, fds
+        others = {fd: t for fd, t in fds.items() if int(fd) > 2}
+        assert list(others.values()) == ["anon_inode:inotify"], f"holder fds: {fds}"
+        assert os.readlink(f"/proc/{holder}/cwd") == "/"
+        assert os.getsid(holder) == holder, "the holder has no session of its own"
+        # A pipe as mrun's stdout sees end-of-file when mrun exits, holder or not.
+        start = time.monotonic()
+        p = subprocess.run(f"{M.MRUN} --root {state} run --rm --network none {rootfs} "
+                           f"/bin/echo hi | cat", shell=True, capture_output=True, text=True,
+                           env=m.env, timeout=20)
+        assert p.stdout == "hi\n" and time.monotonic() - start < 10, p
+    finally:
+        _stop_holders(state)
+
+
+def test_the_holder_exits_once_idle(mrun, rootfs, state):
+    m = mrun.with_args("--root", state).with_env(MRUN_USERNS_LINGER="1")
+    _userns_of_container(m, rootfs)
+    holder = _holder_pid(state)
+    assert M.wait_until(lambda: holder not in M.userns_holders(), 10), (
+        f"holder {holder} still there 10 s after its 1 s linger")
+
+
+def test_a_holder_with_another_map_is_replaced_and_exits(mrun, rootfs, state, tmp_path):
+    rng_u, rng_g = M.subid_range("/etc/subuid"), M.subid_range("/etc/subgid")
+    if not rng_u or not rng_g or rng_u[1] < 1000 or rng_g[1] < 1000:
+        pytest.skip(f"{M.USER} needs subuid/subgid ranges of at least 1000")
+    m = mrun.with_args("--root", state)
+    try:
+        first, _ = _userns_of_container(m, rootfs)
+        old = _holder_pid(state)
+        fu, fg = tmp_path / "subuid", tmp_path / "subgid"
+        fu.write_text(f"{M.USER}:{rng_u[0]}:1000\n")
+        fg.write_text(f"{M.USER}:{rng_g[0]}:1000\n")
+        os.chmod(tmp_path, 0o755)
+        small = m.with_env(MRUN_SUBUID_FILE=str(fu), MRUN_SUBGID_FILE=str(fg))
+        second, uid_map = _userns_of_container(small, rootfs)
+        assert second != first, "a container with another map joined the old namespace"
+        assert uid_map.split("\n")[1].split() == ["1", str(rng_u[0]), "1000"], uid_map
+        assert M.wait_until(lambda: old not in M.userns_holders(), 10), (
+            f"the replaced holder {old} did not exit")
+    finally:
+        _stop_holders(state)
+
+
+def test_a_stale_or_forged_record_is_not_joined(mrun, rootfs, state):
+    """The record names a live process of the caller that is no holder (in the host's
+    user namespace), or a dead one: a fresh holder is started, the namespace is never
+    the host's."""
+    m = mrun.with_args("--root", state)
+    record = os.path.join(state, ".userns")
+    decoy = subprocess.Popen(["sleep", "100"])
+    try:
+        start = int(open(f"/proc/{decoy.pid}/stat").read().rsplit(")", 1)[1].split()[19])
+        host = os.readlink("/proc/self/ns/user")
+        for forged in (f"{decoy.pid} {start}\n", f"{decoy.pid} {start + 1}\n", "999999 1\n"):
+            with open(record, "w") as f:
+                f.write(forged)
+            ns, _ = _userns_of_container(m, rootfs)
+            assert ns != host, f"record {forged!r}: the container got the host's namespace"
+            assert _holder_pid(state) != decoy.pid, f"record {forged!r} was trusted"
+            _stop_holders(state)
+    finally:
+        decoy.kill()
+        decoy.wait()
+        _stop_holders(state)
+
+
+def test_killing_the_holder_leaves_running_containers_alone(mrun, rootfs, state, name):
+    m = mrun.with_args("--root", state)
+    r = m.detach("--name", name, "--network", "none", rootfs, "/bin/sleep", "1000")
+    try:
+        M.assert_rc(r)
+        holder = _holder_pid(state)
+        M.kill_quietly(holder)
+        assert M.wait_until(lambda: holder not in M.userns_holders(), 5)
+        e = m("exec", name, "/bin/true")
+        M.assert_rc(e)
+        again, _ = _userns_of_container(m, rootfs)
+        assert _holder_pid(state) != holder, "no new holder after the old one was killed"
+        assert again != os.readlink("/proc/self/ns/user")
+    finally:
+        m("delete", "-f", name)
+        _stop_holders(state)
+
+
+def test_without_newuidmap_a_new_holder_is_125_and_leaves_nothing(mrun, rootfs, state, name):
+    path = M.path_without("newuidmap", "newgidmap")
+    try:
+        r = mrun.with_args("--root", state).with_env(PATH=path)(
+            "run", "--rm", "--name", name, "--network", "none", rootfs, "/bin/true")
+        M.assert_mrun_error(r, 125, mentions=["newuidmap"])
+        assert not os.path.exists(os.path.join(state, ".userns")), "a record without a holder"
+        assert not os.path.exists(os.path.join(state, name))
+    finally:
+        import shutil
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def test_delete_removes_subordinate_files_in_the_shared_namespace(mrun, rootfs, state, name):
+    """Files of a container's non-root user are removed from inside the living
+    holder's namespace: no newuidmap needed (PATH has none here)."""
+    m = mrun.with_args("--root", state)
+    path = M.path_without("newuidmap", "newgidmap")
+    r = m("run", "--name", name, "--network", "none", "-u", "1000:1000", rootfs, "/bin/sh",
+          "-c", "mkdir /tmp/private && echo x > /tmp/private/f && chmod 700 /tmp/private")
+    try:
+        M.assert_rc(r)
+        M.assert_rc(m.with_env(PATH=path)("delete", name))
+        assert not os.path.exists(M.container_dir(name)), "the upper dir is still there"
+    finally:
+        m("delete", "-f", name)
+        _stop_holders(state)
+        import shutil
+        shutil.rmtree(path, ignore_errors=True)
