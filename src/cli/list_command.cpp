@@ -33,7 +33,7 @@ class ListCommand : public Command {
 
   int execute(const runtime::GlobalOptions& global) override {
     auto ctx = runtime::make_context(global);
-    runtime::sweep_leftovers(ctx);
+    runtime::sweep_leftovers(ctx, runtime::Sweep::every_state);
     runtime::StateStore store(ctx.state_root);
     auto states = store.list();
     std::sort(states.begin(), states.end(),

@@ -399,12 +399,24 @@ void remove_container(const Context& ctx, const std::string& name) {
   store.remove(name);
 }
 
-void sweep_leftovers(const Context& ctx) {
+void sweep_leftovers(const Context& ctx, Sweep scope) {
   StateStore store(ctx.state_root);
   if (!sys::is_dir(store.root())) return;
   StateLock lock(store.root());
   store.sweep_scratch();
-  for (const auto& state : store.list()) {
+  std::vector<ContainerState> states;
+  if (scope == Sweep::every_state) {
+    states = store.list();
+  } else {
+    for (const auto& name : store.remove_on_exit_names()) {
+      if (auto state = store.read(name)) {
+        states.push_back(std::move(*state));
+      } else if (!sys::exists(store.dir_of(name))) {
+        store.remove(name);  // an index entry of a container already gone
+      }
+    }
+  }
+  for (const auto& state : states) {
     if (state.status != Status::stopped && state.remove_on_exit &&
         effective_status(state) == Status::stopped) {
       ctx.log.debug("removing leftover of killed --rm container " + state.name);

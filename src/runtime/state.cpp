@@ -151,6 +151,7 @@ void StateStore::ensure_root() const {
 
 namespace {
 constexpr const char* scratch_prefix = ".claim-";
+constexpr const char* remove_on_exit_index = ".rm";
 }
 
 bool StateStore::claim(const ContainerState& state) const {
@@ -168,6 +169,14 @@ bool StateStore::claim(const ContainerState& state) const {
   }
   if (::renameat2(AT_FDCWD, scratch.c_str(), AT_FDCWD, dir_of(state.name).c_str(),
                   RENAME_NOREPLACE) == 0) {
+    if (state.remove_on_exit) {
+      // Best effort: the name is claimed now, and without the entry only the full
+      // sweep of `mrun list` finds the container should this mrun be killed.
+      const std::string index = root_ + "/" + remove_on_exit_index;
+      ::mkdir(index.c_str(), 0700);
+      UniqueFd entry(::open((index + "/" + state.name).c_str(),
+                            O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+    }
     return true;
   }
   int err = errno;
@@ -217,10 +226,24 @@ std::vector<ContainerState> StateStore::list() const {
   return states;
 }
 
+std::vector<std::string> StateStore::remove_on_exit_names() const {
+  std::vector<std::string> names;
+  DIR* dir = ::opendir((root_ + "/" + remove_on_exit_index).c_str());
+  if (dir == nullptr) return names;
+  while (struct dirent* entry = ::readdir(dir)) {
+    if (entry->d_name[0] != '.') names.emplace_back(entry->d_name);
+  }
+  ::closedir(dir);
+  return names;
+}
+
 void StateStore::remove(const std::string& name) const {
   if (!sys::remove_tree(dir_of(name))) {
     throw Error("remove state directory " + dir_of(name), errno);
   }
+  // After the directory: a kill in between leaves an entry without a container, which
+  // the next sweep drops.
+  ::unlink((root_ + "/" + remove_on_exit_index + "/" + name).c_str());
 }
 
 std::string now_rfc3339() {

@@ -88,6 +88,11 @@ class StateStore {
   bool claim(const ContainerState& state) const;
   // Removes scratch directories of claims whose mrun died before finishing them.
   void sweep_scratch() const;
+  // The names of the claimed --rm containers, from an index (<root>/.rm/NAME, made by
+  // claim, removed by remove): what a start must look at for leftovers of a killed
+  // mrun, without reading the state of every kept container. A claim killed between
+  // its rename and its index entry is found by list() (`mrun list` sweeps it all).
+  std::vector<std::string> remove_on_exit_names() const;
   void write(const ContainerState& state) const;
   std::optional<ContainerState> read(const std::string& name) const;
   std::vector<ContainerState> list() const;

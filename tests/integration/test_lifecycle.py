@@ -389,6 +389,39 @@ def test_sigkill_of_foreground_mrun_cleans_up(mrun, rootfs, name, overlay):
     assert r.out == "again\n", r
 
 
+def test_the_next_start_removes_a_killed_rm_container(mrun, rootfs, names):
+    """--rm whose mrun was SIGKILLed: the next `mrun run` (not only `mrun list`)
+    removes its state and upper dir, through the --rm index, with kept containers
+    beside it left alone."""
+    killed, kept, other = names(), names(), names()
+    M.assert_rc(mrun("run", "--name", kept, rootfs, "/bin/true"))
+    marker = f"marker-{killed}"
+    p = mrun.popen("run", "--rm", "--name", killed, rootfs, "/bin/mrun-probe", "hold", "300",
+                   marker)
+    try:
+        assert M.wait_until(lambda: [q for q in M.procs_with_arg(marker)
+                                     if q.cmdline[:1] == ["/bin/mrun-probe"]], 15)
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(timeout=5)
+        M.wait_until(lambda: not [q for q in M.procs_with_arg(marker)
+                                  if q.cmdline[:1] == ["/bin/mrun-probe"]], 5)
+        assert M.state_paths_of(killed, M.state_dir()), "no state left to sweep: test broken"
+        M.assert_rc(mrun("run", "--rm", "--name", other, rootfs, "/bin/true"))
+        assert not M.state_paths_of(killed, M.state_dir()), (
+            f"the next start left the killed --rm container's state: "
+            f"{M.state_paths_of(killed, M.state_dir())}")
+        assert not os.path.exists(M.container_dir(killed)), "its upper dir is still there"
+        assert mrun.entry(kept) is not None, "the kept container was swept too"
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        p.stdout.close()
+        p.stderr.close()
+        mrun("delete", "-f", kept)
+        mrun("delete", "-f", killed)
+
+
 def test_upper_dir_follows_xdg_data_home(mrun, rootfs, name, tmp_path):
     """rootless: upper dirs live under $XDG_DATA_HOME/mrun/containers/NAME/upper."""
     if M.ROOTFUL:

@@ -78,3 +78,23 @@ TEST_CASE("scratch directories of a killed claim are swept, live ones kept") {
   REQUIRE(store.list().empty());  // dot-named scratch is never listed
   REQUIRE(mrun::sys::remove_tree(tmpl));
 }
+
+TEST_CASE("the --rm index names the claimed --rm containers only, until removed") {
+  char tmpl[] = "/tmp/mrun-unit-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  StateStore store(tmpl);
+  ContainerState kept;
+  kept.name = "kept";
+  ContainerState rm;
+  rm.name = "rm";
+  rm.remove_on_exit = true;
+  REQUIRE(store.remove_on_exit_names().empty());  // no index yet
+  REQUIRE(store.claim(kept));
+  REQUIRE(store.claim(rm));
+  REQUIRE_FALSE(store.claim(rm));  // a lost claim leaves the winner's entry alone
+  REQUIRE(store.remove_on_exit_names() == std::vector<std::string>{"rm"});
+  REQUIRE(store.list().size() == 2);  // the index is not a container
+  store.remove("rm");
+  REQUIRE(store.remove_on_exit_names().empty());
+  REQUIRE(mrun::sys::remove_tree(tmpl));
+}
