@@ -65,15 +65,16 @@ class ExecCommand : public Command {
   int preserved_fds() const override { return preserve_fds_; }
 
   int execute(const runtime::GlobalOptions& global) override {
-    // First of all (CVE-2019-5736, runtime/cloned_binary.hpp): run from a sealed copy of
-    // mrun before reading anything that cannot be read twice (--process /dev/stdin).
-    runtime::reexec_from_sealed_copy();
     if (trailing_.empty()) throw Error("exec: no container id given", EINVAL, "mrun exec ID CMD");
     const std::string id = trailing_[0];
     std::vector<std::string> command(trailing_.begin() + 1, trailing_.end());
     auto ctx = runtime::make_context(global);
     runtime::StateStore store(ctx.state_root);
     auto state = read_existing(store, id);
+    // CVE-2019-5736 (runtime/cloned_binary.hpp): run from a sealed copy of mrun where
+    // the container could write this binary, before reading anything that cannot be
+    // read twice (--process /dev/stdin); the state was read, and is read again.
+    runtime::protect_binary_before_joining(state.pid);
     auto defaults = runtime::read_exec_defaults(store, id);
 
     runtime::ExecRequest request;

@@ -3,13 +3,17 @@
 #include <elf.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
 #include "base/error.hpp"
+#include "base/strings.hpp"
 #include "base/unique_fd.hpp"
 #include "sys/fs.hpp"
 #include "sys/syscalls.hpp"
@@ -119,6 +123,45 @@ void reexec_from_sealed_copy() {
   env.push_back(std::string(kMarker) + "=1");
   // MFD_CLOEXEC: the copy's fd closes on this exec; the running image keeps it alive.
   sys::execve_fd(copy.get(), argv, env, "mrun from a sealed memfd copy");
+}
+
+namespace {
+bool maps_outside_id(const std::string& map, unsigned long id) {
+  for (const auto& line : split(map, '\n')) {
+    unsigned long inside = 0, outside = 0, count = 0;
+    if (std::sscanf(line.c_str(), "%lu %lu %lu", &inside, &outside, &count) == 3 && id >= outside &&
+        id - outside < count) {
+      return true;
+    }
+  }
+  return false;
+}
+}  // namespace
+
+bool container_may_write_binary(const BinaryAccess& binary, const std::string& uid_map,
+                                const std::string& gid_map) {
+  if (binary.has_acl || (binary.mode & S_IWOTH) != 0) return true;
+  if (maps_outside_id(uid_map, binary.uid)) return true;
+  return (binary.mode & S_IWGRP) != 0 && maps_outside_id(gid_map, binary.gid);
+}
+
+void protect_binary_before_joining(pid_t container_pid) {
+  if (running_from_sealed_copy()) return reexec_from_sealed_copy();  // clears the marker
+  if (sys::same_namespace(container_pid, "user")) return reexec_from_sealed_copy();
+  const std::string proc = "/proc/" + std::to_string(container_pid);
+  auto uid_map = sys::read_file(proc + "/uid_map");
+  auto gid_map = sys::read_file(proc + "/gid_map");
+  UniqueFd exe = open_own_binary();
+  struct stat st {};
+  if (!uid_map || !gid_map || ::fstat(exe.get(), &st) != 0) return reexec_from_sealed_copy();
+  BinaryAccess binary;
+  binary.uid = st.st_uid;
+  binary.gid = st.st_gid;
+  binary.mode = st.st_mode;
+  // Any answer but "none" (ENODATA; ENOTSUP: none possible) counts as an ACL.
+  binary.has_acl = ::fgetxattr(exe.get(), "system.posix_acl_access", nullptr, 0) >= 0 ||
+                   (errno != ENODATA && errno != ENOTSUP);
+  if (container_may_write_binary(binary, *uid_map, *gid_map)) reexec_from_sealed_copy();
 }
 
 }  // namespace mrun::runtime

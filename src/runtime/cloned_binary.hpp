@@ -12,7 +12,11 @@
 // The defence, as runc and crun: the verbs that join a running container first
 // re-execute themselves from a copy of their binary in a memfd, sealed against writes
 // and size changes (and against new seals). /proc/PID/exe then names that memfd; the
-// host's binary is nowhere in reach, and the copy cannot be changed by anyone.
+// host's binary is nowhere in reach, and the copy cannot be changed by anyone. Where
+// no id of the container could write the binary (a user namespace of its own that maps
+// neither its owner nor its group, as rootless with an installed root-owned mrun), the
+// link reaches a file the container can only read, and the copy (an exec and a few
+// megabytes, a quarter of `mrun exec`) is skipped: container_may_write_binary.
 //
 // Other mrun processes that enter a container's namespaces need no copy: the
 // container's init, its hook processes (createContainer, startContainer) and
@@ -44,6 +48,28 @@ std::vector<std::string> split_cmdline(const std::string& text);
 
 // Whether this process runs from a sealed copy (F_GET_SEALS of /proc/self/exe).
 bool running_from_sealed_copy();
+
+// The binary's owner, group and mode, and whether it carries a POSIX ACL.
+struct BinaryAccess {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  mode_t mode = 0;
+  bool has_acl = false;
+};
+// Whether some id of a container whose user namespace has these maps (the text of
+// /proc/PID/uid_map and gid_map, read from ours) could write the binary, as the attack
+// needs: the world write bit; its owner mapped (who may chmod it; container root's
+// CAP_DAC_OVERRIDE and CAP_FOWNER, too, cover only inodes whose owner is mapped); its
+// group mapped with the group write bit; or an ACL, which may name anyone. Pure.
+bool container_may_write_binary(const BinaryAccess& binary, const std::string& uid_map,
+                                const std::string& gid_map);
+
+// Before joining the running container of CONTAINER_PID: re-executes from a sealed copy
+// (reexec_from_sealed_copy) unless no id of the container could write this binary,
+// which needs a user namespace of the container's own: rootless with the installed,
+// root-owned mrun the copy protects nothing. Rootful, or nested in an engine's user
+// namespace, the container's root is ours and may write what we may: always copied.
+void protect_binary_before_joining(pid_t container_pid);
 
 // Before joining a running container: returns at once when this process already runs
 // from a sealed copy; otherwise copies /proc/self/exe (its loadable part, section headers

@@ -262,10 +262,10 @@ int exec_in_container(const ContainerState& state, const ExecRequest& request,
   if (!request.console_socket.empty() && !request.tty) {
     throw Error("--console-socket needs a terminal", EINVAL, "add --tty");
   }
-  // Nothing of the host's mrun binary may be reachable from the container while we are
-  // in it (CVE-2019-5736, see cloned_binary.hpp). `mrun exec` re-executed itself first
-  // thing; this returns at once then, and protects any other caller.
-  reexec_from_sealed_copy();
+  // Nothing of the host's mrun binary the container could write may be reachable from
+  // it while we are in it (CVE-2019-5736, see cloned_binary.hpp). `mrun exec` did this
+  // first thing; this returns at once then, and protects any other caller.
+  protect_binary_before_joining(state.pid);
   // Compiled here, before anything runs: a bad profile fails with 125, nothing started.
   auto plan = security::prepare_security_plan(request.security, request.user.uid,
                                               defaults.host_capabilities, ctx.log,

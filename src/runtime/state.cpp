@@ -152,7 +152,7 @@ void StateStore::ensure_root() const {
 namespace {
 constexpr const char* scratch_prefix = ".claim-";
 constexpr const char* remove_on_exit_index = ".rm";
-}
+}  // namespace
 
 bool StateStore::claim(const ContainerState& state) const {
   const std::string scratch =

@@ -155,10 +155,41 @@ def test_exec_never_lets_the_container_write_the_runtime_binary(mrun, private_ro
         mrun("delete", "--force", name)
 
 
-def test_exec_runs_from_a_sealed_copy_and_reads_stdin_once(mrun, rootfs, name, tmp_path):
+def _binary_for(kind, tmp_path):
+    """writable: a copy of mrun the container's root owns on the host (the caller
+    rootless: a build tree's binary); installed: the suite's own root-owned 0755 one."""
+    if kind == "installed":
+        st = os.stat(M.MRUN)
+        if st.st_uid != 0 or st.st_mode & 0o022:
+            pytest.skip(f"{M.MRUN} is not root-owned and write-protected as an install is")
+        return M.MRUN
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    os.chmod(tmp_path, 0o755)
+    copy = bindir / "mrun"
+    shutil.copy(M.MRUN, copy)
+    os.chmod(copy, 0o755)
+    return str(copy)
+
+
+@pytest.mark.parametrize("binary", ["writable", "installed"])
+def test_exec_runs_from_a_sealed_copy_where_the_container_could_write_mrun(
+        mrun, rootfs, name, tmp_path, binary):
     """Without strace: the supervising `mrun exec` runs from a sealed memfd (its exe link,
-    and a write through it fails), and re-executing did not eat a --process /dev/stdin."""
+    and a write through it fails) whenever some id of the container could write mrun's
+    binary: rootful always (its root is host root), rootless when the binary is the
+    caller's. Rootless with an installed, root-owned binary, which no id of the
+    container can write, it runs from the binary itself: a copy would protect nothing
+    (and the container cannot open it for writing either). Re-executing does not eat a
+    --process /dev/stdin."""
+    if binary == "installed" and M.ROOTFUL:
+        pytest.skip("rootful: the container's root may write any binary, it is always copied")
+    exe_path = _binary_for(binary, tmp_path)
     bundle = _bundle(mrun, tmp_path, rootfs, ["/bin/sleep", "1000"])
+
+    def mrun_exec(*args, **kw):
+        return subprocess.Popen([exe_path, *mrun.global_args, "exec", *args], env=mrun.env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
     try:
         with open(tmp_path / "create.out", "wb") as stdout:
             p = mrun.popen("create", "--bundle", bundle, name, stdout=stdout,
@@ -167,23 +198,32 @@ def test_exec_runs_from_a_sealed_copy_and_reads_stdin_once(mrun, rootfs, name, t
         M.assert_rc(mrun("start", name))
         process = json.dumps({"args": ["/bin/echo", "from-stdin"], "cwd": "/",
                               "env": ["PATH=/bin"]})
-        r = mrun("exec", "--process", "/dev/stdin", name, input=process)
-        assert r.rc == 0 and r.out.strip() == "from-stdin", r
+        p = mrun_exec("--process", "/dev/stdin", name, stdin=subprocess.PIPE)
+        out, err = p.communicate(process, timeout=30)
+        assert p.returncode == 0 and out.strip() == "from-stdin", (out, err)
 
-        p = mrun.popen("exec", name, "/bin/sleep", "30")
+        p = mrun_exec(name, "/bin/sleep", "30", stdin=subprocess.DEVNULL)
         try:
-            exe = ""
-            deadline = time.monotonic() + 10
-            while not exe.startswith("/memfd:") and time.monotonic() < deadline:
+            if binary == "writable":
+                exe = ""
+                deadline = time.monotonic() + 10
+                while not exe.startswith("/memfd:") and time.monotonic() < deadline:
+                    exe = os.readlink(f"/proc/{p.pid}/exe")
+                    time.sleep(0.02)
+                assert exe.startswith("/memfd:mrun"), f"mrun exec runs from {exe!r}"
+            else:
+                # Settled: the exec'd sleep is running in the container.
+                assert M.wait_until(lambda: any(q.cmdline[:2] == ["/bin/sleep", "30"]
+                                                for q in M.list_procs().values()), 10)
                 exe = os.readlink(f"/proc/{p.pid}/exe")
-                time.sleep(0.02)
-            assert exe.startswith("/memfd:mrun"), f"mrun exec runs from {exe!r}"
+                assert exe == os.path.realpath(exe_path), (
+                    f"rootless with a root-owned binary mrun exec still copied itself: {exe!r}")
             with pytest.raises(OSError) as err:
                 with open(f"/proc/{p.pid}/exe", "ab") as f:
                     f.write(b"PWNED")
             assert err.value.errno in (errno.ETXTBSY, errno.EPERM, errno.EACCES), err.value
         finally:
             p.kill()
-            p.wait()
+            p.communicate()
     finally:
         mrun("delete", "--force", name)

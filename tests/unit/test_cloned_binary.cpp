@@ -60,3 +60,31 @@ TEST_CASE("the loadable part of an ELF file ends with its last segment") {
   CHECK_FALSE(loadable_size(std::string_view(*exe).substr(0, 64), exe->size()));  // no phdrs
   CHECK_FALSE(loadable_size(std::string_view(*exe).substr(0, 65536), 100));       // past the end
 }
+
+TEST_CASE("the copy is needed only where some id of the container could write the binary") {
+  using runtime::BinaryAccess;
+  using runtime::container_may_write_binary;
+  // Rootless: 0 -> the caller (1000), 1..65535 -> 100000..165534.
+  const std::string uid_map =
+      "         0       1000          1\n         1     100000      65535\n";
+  const std::string gid_map = "0 1000 1\n1 100000 65535\n";
+  BinaryAccess installed{0, 0, 0100755, false};  // root's /usr/local/bin/mrun
+  REQUIRE_FALSE(container_may_write_binary(installed, uid_map, gid_map));
+  BinaryAccess build_tree{1000, 1000, 0100755, false};  // the caller's own: container root's
+  REQUIRE(container_may_write_binary(build_tree, uid_map, gid_map));
+  BinaryAccess subordinate_owner{100005, 0, 0100555, false};  // container uid 6 may chmod it
+  REQUIRE(container_may_write_binary(subordinate_owner, uid_map, gid_map));
+  BinaryAccess world_writable{0, 0, 0100757, false};
+  REQUIRE(container_may_write_binary(world_writable, uid_map, gid_map));
+  BinaryAccess group_mapped{0, 1000, 0100775, false};
+  REQUIRE(container_may_write_binary(group_mapped, uid_map, gid_map));
+  BinaryAccess group_unmapped{0, 50, 0100775, false};
+  REQUIRE_FALSE(container_may_write_binary(group_unmapped, uid_map, gid_map));
+  BinaryAccess acl{0, 0, 0100755, true};  // an ACL may name anyone
+  REQUIRE(container_may_write_binary(acl, uid_map, gid_map));
+  // The range's edges: 165534 is mapped, 165535 is not.
+  REQUIRE(container_may_write_binary({165534, 0, 0100555, false}, uid_map, gid_map));
+  REQUIRE_FALSE(container_may_write_binary({165535, 0, 0100555, false}, uid_map, gid_map));
+  // Rootful without a user namespace: the identity map covers every owner.
+  REQUIRE(container_may_write_binary(installed, "0 0 4294967295\n", "0 0 4294967295\n"));
+}
