@@ -45,6 +45,40 @@ void open_log(const mrun::runtime::GlobalOptions& global) {
   main_logger().set_log_file(fd, format);
 }
 
+// Every verb, in the order `mrun --help` lists them, with its names (the first is the
+// one its command registers; the others are its aliases).
+struct Verb {
+  std::vector<std::string> names;
+  std::unique_ptr<mrun::cli::Command> (*make)();
+};
+const std::vector<Verb> verbs = {
+    {{"run"}, mrun::cli::make_run_command},
+    {{"rootfs"}, mrun::cli::make_rootfs_command},
+    {{"list"}, mrun::cli::make_list_command},
+    {{"kill"}, mrun::cli::make_kill_command},
+    {{"delete", "rm"}, mrun::cli::make_delete_command},
+    {{"stats"}, mrun::cli::make_stats_command},
+    {{"cdi"}, mrun::cli::make_cdi_command},
+    {{"spec"}, mrun::cli::make_spec_command},
+    {{"create"}, mrun::cli::make_create_command},
+    {{"start"}, mrun::cli::make_start_command},
+    {{"state"}, mrun::cli::make_state_command},
+    {{"features"}, mrun::cli::make_features_command},
+    {{"exec"}, mrun::cli::make_exec_command},
+    {{"ps"}, mrun::cli::make_ps_command},
+    {{"pause"}, mrun::cli::make_pause_command},
+    {{"resume"}, mrun::cli::make_resume_command},
+    {{"update"}, mrun::cli::make_update_command},
+    {{"gpu"}, mrun::cli::make_gpu_command},
+};
+
+const Verb* find_verb(const std::string& word) {
+  for (const Verb& v : verbs) {
+    if (std::find(v.names.begin(), v.names.end(), word) != v.names.end()) return &v;
+  }
+  return nullptr;
+}
+
 int run_cli(int argc, char** argv) {
   using namespace mrun;
   CLI::App app{"mrun: rootless containers, user namespace first", "mrun"};
@@ -66,54 +100,40 @@ int run_cli(int argc, char** argv) {
                  "cgroupfs|systemd|disabled (as crun; disabled: no cgroup for the container)")
       ->check(CLI::IsMember({"cgroupfs", "systemd", "disabled"}));
 
-  std::vector<std::unique_ptr<cli::Command>> commands;
-  commands.push_back(cli::make_run_command());
-  commands.push_back(cli::make_rootfs_command());
-  commands.push_back(cli::make_list_command());
-  commands.push_back(cli::make_kill_command());
-  commands.push_back(cli::make_delete_command());
-  commands.push_back(cli::make_stats_command());
-  commands.push_back(cli::make_cdi_command());
-  commands.push_back(cli::make_spec_command());
-  commands.push_back(cli::make_create_command());
-  commands.push_back(cli::make_start_command());
-  commands.push_back(cli::make_state_command());
-  commands.push_back(cli::make_features_command());
-  commands.push_back(cli::make_exec_command());
-  commands.push_back(cli::make_ps_command());
-  commands.push_back(cli::make_pause_command());
-  commands.push_back(cli::make_resume_command());
-  commands.push_back(cli::make_update_command());
-  commands.push_back(cli::make_gpu_command());
-  std::vector<std::pair<CLI::App*, cli::Command*>> registered;
-  for (auto& command : commands) registered.emplace_back(command->add_to(app), command.get());
-
-  // Find the subcommand word (skipping global options) and let it take its trailing
-  // words before CLI11 parses the rest.
+  // The verb is found first (skipping global options), and only its command is built:
+  // building all of them, options and checks, is a quarter of a millisecond of every
+  // start. Without a verb (mrun --help, --version, nothing) all are, for the listing.
   std::vector<std::string> args(argv + 1, argv + argc);
+  const Verb* verb = nullptr;
+  std::size_t verb_at = args.size();
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (takes_value(args[i])) {
       ++i;
       continue;
     }
     if (!args[i].empty() && args[i][0] == '-') continue;
-    bool known = false;
-    for (auto& [sub, command] : registered) known = known || sub->check_name(args[i]);
-    if (!known) {
+    verb = find_verb(args[i]);
+    if (verb == nullptr) {
       main_logger().error("unknown command \"" + args[i] +
                           "\" (see mrun --help for the list: run, create, exec, ...)");
       return exit_code::runtime_error;
     }
-    for (auto& [sub, command] : registered) {
-      if (sub->check_name(args[i])) {
-        std::vector<std::string> tail(args.begin() + static_cast<std::ptrdiff_t>(i) + 1,
-                                      args.end());
-        command->take_trailing(tail);
-        args.resize(i + 1);
-        args.insert(args.end(), tail.begin(), tail.end());
-      }
-    }
+    verb_at = i;
     break;
+  }
+  std::vector<std::unique_ptr<cli::Command>> commands;
+  for (const Verb& v : verbs) {
+    if (verb == nullptr || verb == &v) commands.push_back(v.make());
+  }
+  std::vector<std::pair<CLI::App*, cli::Command*>> registered;
+  for (auto& command : commands) registered.emplace_back(command->add_to(app), command.get());
+  // The verb takes its trailing words before CLI11 parses the rest.
+  if (verb != nullptr) {
+    std::vector<std::string> tail(args.begin() + static_cast<std::ptrdiff_t>(verb_at) + 1,
+                                  args.end());
+    commands.front()->take_trailing(tail);
+    args.resize(verb_at + 1);
+    args.insert(args.end(), tail.begin(), tail.end());
   }
   std::reverse(args.begin(), args.end());  // CLI11 takes a reversed vector
 
