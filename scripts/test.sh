@@ -51,6 +51,8 @@ if want unit; then
 fi
 if want man; then
   run_suite man-options /usr/bin/python3 tests/man/check_options.py "$MRUN_BUILD_DIR/src/mrun" man "$MRUN_RESULTS_DIR/man-options.tap"
+  # meson install strips what it installs (into a scratch DESTDIR)
+  run_suite install bash tests/install/check_install.sh "$MRUN_BUILD_DIR" "$MRUN_RESULTS_DIR/install.tap"
 fi
 if want format; then
   run_suite format scripts/check-format.sh "$MRUN_RESULTS_DIR/format.tap"
