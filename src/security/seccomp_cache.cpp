@@ -19,7 +19,7 @@ namespace {
 
 // Bumped when what is checked before a program is cached changes (2: profiles that
 // deny execve are refused), so that an older mrun's entry is never taken for a check.
-constexpr char magic[] = "mrun-seccomp-cache 2\n";
+constexpr char magic[] = "mrun-seccomp-cache 3\n";
 
 std::uint64_t fnv1a(const std::string& text) {
   std::uint64_t h = 1469598103934665603ULL;
@@ -76,6 +76,7 @@ std::string seccomp_cache_key(const std::string& profile_text, const SeccompTarg
   key += "arch " + native_go_arch() + "\n";
   key += "kernel " + target.kernel_release + "\n";
   key += "caps " + std::to_string(target.capabilities) + "\n";
+  key += std::string("x32 ") + (target.x32_syscalls ? "on" : "off") + "\n";
   key += profile_text;
   return key;
 }

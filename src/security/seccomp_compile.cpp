@@ -186,6 +186,13 @@ CompiledSeccomp compile_seccomp(const SeccompProfile& profile, const SeccompTarg
   auto add_arch = [&](const std::string& name) {
     uint32_t token = resolve_arch(name);
     if (token == 0 || token == native) return;
+    if (token == SCMP_ARCH_X32 && !target.x32_syscalls) {
+      // What the kernel answers itself (libseccomp's bad-arch default would kill): a
+      // program probing for x32, as mrun does, sees ENOSYS as it would unfiltered.
+      int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ERRNO(ENOSYS));
+      if (rc != 0) throw_errno(-rc, "set the filter's action for x32 syscalls");
+      return;
+    }
     int rc = seccomp_arch_add(ctx.get(), token);
     if (rc == 0) out.architectures.push_back(arch_name(token));
     if (rc != 0 && rc != -EEXIST) throw_errno(-rc, "add architecture " + name + " to the filter");

@@ -12,6 +12,7 @@
 #include "base/error.hpp"
 #include "embedded_policy.h"  // generated from policy/ by security/embed_policy.py
 #include "security/seccomp_cache.hpp"
+#include "sys/syscalls.hpp"
 
 namespace mrun::security {
 
@@ -155,6 +156,7 @@ SecurityPlan prepare_security_plan(const SecurityOptions& options, uid_t contain
   SeccompTarget target;
   target.capabilities = plan.caps.bounding;
   target.kernel_release = kernel_release();
+  target.x32_syscalls = sys::kernel_runs_x32_syscalls();
   // The same profile text for the same capabilities, kernel and libseccomp compiles to
   // the same program: reuse it (compiling costs ~45 ms, a third of a start).
   const std::string key = seccomp_cache_key(text, target);

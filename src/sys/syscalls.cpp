@@ -395,6 +395,15 @@ void set_dumpable(bool dumpable) {
   if (::prctl(PR_SET_DUMPABLE, dumpable ? 1 : 0, 0, 0, 0) != 0) throw_errno("set dumpable");
 }
 
+bool kernel_runs_x32_syscalls() {
+#if defined(__x86_64__)
+  constexpr long x32_syscall_bit = 0x40000000;
+  return ::syscall(x32_syscall_bit | SYS_getpid) >= 0;
+#else
+  return false;
+#endif
+}
+
 unsigned long long process_start_time(pid_t pid) {
   return process_stat(pid).start_time;
 }

@@ -126,6 +126,10 @@ void execve_fd(int fd, const std::vector<std::string>& argv, const std::vector<s
 // prctl(PR_SET_DUMPABLE).
 void set_dumpable(bool dumpable);
 
+// Whether this kernel runs x32 syscalls (x86_64 only: getpid with the x32 bit; a kernel
+// built or booted without them answers ENOSYS). false on other architectures.
+bool kernel_runs_x32_syscalls();
+
 // Start time of a process in clock ticks since boot (/proc/PID/stat field 22): with the
 // pid it identifies a process across pid reuse.
 unsigned long long process_start_time(pid_t pid);

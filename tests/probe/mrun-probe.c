@@ -846,7 +846,7 @@ static int cmd_escape_list(void) {
 
 static void usage(void) {
   fputs(
-      "usage: mrun-probe escape DEV:INO | ids | sigwait [SECS] | zombie [N] | procs |\n"
+      "usage: mrun-probe escape DEV:INO | ids | x32 | sigwait [SECS] | zombie [N] | procs |\n"
       "       stat PATH | fds | tty | ifaces | loopback | write PATH | mknod PATH | crash |\n"
       "       hold SECS [MARKER] | escape-suite HOST_PID HANDLE_PATH [NAME...] |\n"
       "       escape-list\n",
@@ -905,6 +905,20 @@ static int cmd_inject(int argc, char** argv) {
   return 0;
 }
 
+/* x32: getpid through the x32 ABI (x86-64 only): "x32=ok" or "x32 errno=NAME". */
+static int cmd_x32(void) {
+#if defined(__x86_64__)
+  long rc = syscall(0x40000000L | SYS_getpid);
+  if (rc >= 0)
+    printf("x32=ok\n");
+  else
+    printf("x32 errno=%s\n", strerrorname_np(errno));
+#else
+  printf("x32 skip not x86-64\n");
+#endif
+  return 0;
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc < 2) {
@@ -916,6 +930,7 @@ int main(int argc, char** argv) {
   char** rest = argv + 2;
   if (!strcmp(cmd, "escape")) return cmd_escape(rest_argc, rest);
   if (!strcmp(cmd, "ids")) return cmd_ids();
+  if (!strcmp(cmd, "x32")) return cmd_x32();
   if (!strcmp(cmd, "sigwait")) return cmd_sigwait(rest_argc, rest);
   if (!strcmp(cmd, "zombie")) return cmd_zombie(rest_argc, rest);
   if (!strcmp(cmd, "procs")) return cmd_procs();

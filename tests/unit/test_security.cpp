@@ -65,6 +65,9 @@ long call_keyctl() {
 long call_getpid() {
   return ::syscall(SYS_getpid);
 }
+long call_x32_getpid() {
+  return ::syscall(0x40000000L | SYS_getpid);  // the x32 ABI's getpid
+}
 long call_unshare_userns() {
   return ::syscall(SYS_unshare, 0x10000000 /* CLONE_NEWUSER */);
 }
@@ -327,6 +330,26 @@ TEST_CASE("the built-in profile compiles for x86_64 with its i386 and x32 ABIs",
   if (native_go_arch() == "amd64") {
     CHECK(filter.architectures == std::vector<std::string>{"x86_64", "x86", "x32"});
   }
+}
+
+TEST_CASE("without the kernel's x32 ABI the filter leaves it out and answers ENOSYS",
+          "[security]") {
+  if (native_go_arch() != "amd64") return;
+  auto policy = default_policy();
+  auto profile = parse_seccomp_profile(policy.profile_json, policy.profile_origin);
+  SeccompTarget with_x32;
+  with_x32.capabilities = default_caps();
+  SeccompTarget without_x32 = with_x32;
+  without_x32.x32_syscalls = false;
+  auto full = compile_seccomp(profile, with_x32);
+  auto lean = compile_seccomp(profile, without_x32);
+  CHECK(lean.architectures == std::vector<std::string>{"x86_64", "x86"});
+  CHECK(lean.program.size() * 4 < full.program.size() * 3);  // a quarter or more smaller
+  CHECK(errno_under(lean, call_x32_getpid) == ENOSYS);       // never a kill
+  CHECK(errno_under(lean, call_getpid) == 0);
+  CHECK(errno_under(lean, call_keyctl) == EPERM);
+  // The cache tells the two apart.
+  CHECK(seccomp_cache_key("{}", with_x32) != seccomp_cache_key("{}", without_x32));
 }
 
 TEST_CASE("the built-in filter, loaded for real, refuses what it must", "[security]") {
