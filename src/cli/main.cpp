@@ -8,6 +8,7 @@
 
 #include "base/error.hpp"
 #include "base/log.hpp"
+#include "base/phase_trace.hpp"
 #include "cli/command.hpp"
 #include "sys/syscalls.hpp"
 
@@ -158,6 +159,7 @@ int run_cli(int argc, char** argv) {
   }
   open_log(global);
   global.log_fd = main_logger().log_file();
+  MRUN_PHASE("main:parsed");
   for (auto& [sub, command] : registered) {
     if (sub->parsed()) return command->execute(global);
   }
@@ -167,8 +169,11 @@ int run_cli(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  MRUN_PHASE("main");
   try {
-    return run_cli(argc, argv);
+    int status = run_cli(argc, argv);
+    MRUN_PHASE("main:return");
+    return status;
   } catch (const mrun::Error& e) {
     main_logger().error(e.what());
     return e.exit_status();

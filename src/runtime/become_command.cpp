@@ -11,6 +11,7 @@
 #include <cerrno>
 
 #include "base/error.hpp"
+#include "base/phase_trace.hpp"
 #include "base/strings.hpp"
 #include "base/unique_fd.hpp"
 #include "runtime/exec_failure.hpp"
@@ -227,7 +228,9 @@ void become_command(const CommandProcess& process, const security::SecurityPlan&
   if (before_exec) before_exec();
   sys::keep_fds_across_exec(process.preserve_fds);
   // Last, so that the filter judges the command and nothing of mrun's own setup.
+  MRUN_PHASE("init:before-seccomp");
   security::load_seccomp_last(plan);
+  MRUN_PHASE("init:exec");
   ::execve(path.c_str(), argv.data(), envp.data());
   throw exec_error(args.front(), path, errno);
 }

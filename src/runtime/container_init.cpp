@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "base/error.hpp"
+#include "base/phase_trace.hpp"
 #include "base/strings.hpp"
 #include "mount/mount_apply.hpp"
 #include "runtime/become_command.hpp"
@@ -255,9 +256,11 @@ std::string session_keyring_name(const std::string& id) {
 void container_main(const LaunchSpec& spec, const SyncChannel& sync, const UniqueFd& parent_pidfd,
                     const NamespaceJoin* join) {
   try {
+    MRUN_PHASE("init:start");
     // Its own session: terminal signals reach mrun, which forwards them once.
     ::setsid();
     wait_for_id_maps(sync);
+    MRUN_PHASE("init:mapped");
     if (join) join->enter_for_good();
     UniqueFd exec_fifo = open_exec_fifo(spec);
     // Now inside the leaf (the parent moved us before ids_mapped): a cgroup namespace
@@ -271,7 +274,9 @@ void container_main(const LaunchSpec& spec, const SyncChannel& sync, const Uniqu
     sys::make_rprivate("/");
     write_sysctls(spec);
     mount_rootfs(spec, sync);
+    MRUN_PHASE("init:rootfs");
     mount::apply_mount_plan(spec.layers.merged, spec.mounts, spec.log);
+    MRUN_PHASE("init:mounts");
     std::string state_json = run_create_hooks(spec, sync);
     if (spec.config.no_pivot) {
       sys::move_root_into(spec.layers.merged);
@@ -279,6 +284,7 @@ void container_main(const LaunchSpec& spec, const SyncChannel& sync, const Uniqu
       sys::pivot_into(spec.layers.merged);
     }
     mount::apply_root_propagation(spec.mounts);
+    MRUN_PHASE("init:pivoted");
     if (spec.device_grants) {
       sync.send(SyncType::need_device_grant);
       sync.expect(SyncType::device_grants_done);

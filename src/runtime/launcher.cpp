@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "base/error.hpp"
+#include "base/phase_trace.hpp"
 #include "base/scope_guard.hpp"
 #include "base/strings.hpp"
 #include "cgroup/cgroup.hpp"
@@ -436,7 +437,9 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
       privilege_model_for(::getuid(), &config, userns::in_initial_user_namespace());
   StateStore store(ctx.state_root);
   store.ensure_root();
+  MRUN_PHASE("run:checked");
   sweep_leftovers(ctx);
+  MRUN_PHASE("run:swept");
   // Where its cgroup goes: decided before anything is made, so a limit that cannot be
   // honoured (no delegated subtree) fails with 125 and leaves nothing behind.
   const cgroup::Request cgroup_req = cgroup_request(config, privilege);
@@ -481,11 +484,13 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   bool subordinate = false;
   auto cleanup = [&] {
     StateLock lock(store.root());
+    MRUN_PHASE("run:cleanup-locked");
     try {
       remove_storage(ctx, storage, subordinate);
     } catch (const Error& e) {
       ctx.log.warn(e.what());
     }
+    MRUN_PHASE("run:storage-removed");
     store.remove(config.name);
   };
   ScopeGuard undo_claim(cleanup);
@@ -498,6 +503,7 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
     sys::write_file_atomic(store.dir_of(config.name) + "/hooks.json", hooks_to_json(config.hooks));
   }
 
+  MRUN_PHASE("run:claimed");
   // 2. Plan: id maps, storage, mounts.
   const auto ids = plan_ids(config, privilege, ctx);
   subordinate = ids.kind == userns::MapKind::subordinate;
@@ -519,6 +525,7 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   }
   LaunchSpec spec = make_launch_spec(config, privilege, ids, storage, network_files,
                                      leaf.has_value(), std::move(device_mounts), ctx);
+  MRUN_PHASE("run:planned");
   spec.device_grants = device_access.wants_node_grants();
   spec.sibling_of_monitor = hooks.container_to_callers_reaper;
   if (hooks.on_created) {
@@ -550,6 +557,7 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
     shared_userns = userns::shared_user_namespace(
         {store.root(), ids, userns::shared_userns_linger_seconds()}, ctx.log);
   }
+  MRUN_PHASE("run:userns");
   if (!join_in_container) joined.enter();
   // A sibling for OCI create (see LaunchHooks::container_to_callers_reaper). The kernel
   // refuses CLONE_PARENT only from a pid namespace's init, which the monitor never is.
@@ -570,6 +578,7 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
     if (child.pid == 0) run_container_main();
   }
   joined.leave();
+  MRUN_PHASE("run:cloned");
   child_end.close();
   close_handed_over_fds(config);
   std::optional<sys::SpawnedProcess> fuse;
@@ -605,6 +614,7 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   // The network comes up now, before the container goes on, so the command never runs
   // without it. Destroyed (stopped) before undo_child kills the container on failure.
   auto network = start_network(config, privilege, child.pid, store.dir_of(config.name), ctx);
+  MRUN_PHASE("run:mapped");
   parent_end.send(SyncType::ids_mapped);
 
   // 5. Serve its requests until it execs the command (EOF) or reports an error.
@@ -662,6 +672,7 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   if (setup_error && held) ctx.log.error(setup_error->what());
   if (setup_error && !held) throw *setup_error;
 
+  MRUN_PHASE("run:exec-seen");
   // 6. Running: record it, then supervise until it exits.
   state.status = Status::running;
   state.pid = child.pid;
@@ -676,7 +687,9 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   if (hooks.on_started) hooks.on_started();
 
   if (network) network->watch(ctx.log);
+  MRUN_PHASE("run:recorded");
   int status = supervise(child.pidfd.get(), std::move(pty_master), reap);
+  MRUN_PHASE("run:exited");
   if (network) network->stop();
   stop_fuse_overlay(fuse);
   if (leaf) {
@@ -701,6 +714,7 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
     state.finished = now_rfc3339();
     store.write(state);
   }
+  MRUN_PHASE("run:cleaned");
   return status;
 }
 
