@@ -67,7 +67,6 @@ userns::IdMapPlan plan_ids(const ContainerConfig& config, const PrivilegeModel& 
 void claim_name(const StateStore& store, const Context& ctx, const ContainerState& state) {
   const std::string& name = state.name;
   StateLock lock(store.root());
-  store.sweep_scratch();
   if (store.claim(state)) return;
   auto existing = store.read(name);
   bool leftover = !existing || (existing->status != Status::stopped &&

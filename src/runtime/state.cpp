@@ -150,13 +150,20 @@ void StateStore::ensure_root() const {
 }
 
 namespace {
-constexpr const char* scratch_prefix = ".claim-";
+// Claims in the making live in their own directory, so that finding a killed one reads
+// a handful of entries, not one per kept container.
+constexpr const char* scratch_dir = ".claims";
+constexpr const char* scratch_prefix = "claim-";
 constexpr const char* remove_on_exit_index = ".rm";
 }  // namespace
 
 bool StateStore::claim(const ContainerState& state) const {
+  const std::string scratches = root_ + "/" + scratch_dir;
+  if (::mkdir(scratches.c_str(), 0700) != 0 && errno != EEXIST) {
+    throw_errno("create state directory in " + root_, "pass a writable --root DIR");
+  }
   const std::string scratch =
-      root_ + "/" + scratch_prefix + std::to_string(::getpid()) + "-" + state.name;
+      scratches + "/" + scratch_prefix + std::to_string(::getpid()) + "-" + state.name;
   sys::remove_tree(scratch);
   if (::mkdir(scratch.c_str(), 0700) != 0) {
     throw_errno("create state directory in " + root_, "pass a writable --root DIR");
@@ -186,14 +193,15 @@ bool StateStore::claim(const ContainerState& state) const {
 }
 
 void StateStore::sweep_scratch() const {
-  DIR* dir = ::opendir(root_.c_str());
+  const std::string scratches = root_ + "/" + scratch_dir;
+  DIR* dir = ::opendir(scratches.c_str());
   if (dir == nullptr) return;
   std::vector<std::string> dead;
   while (struct dirent* entry = ::readdir(dir)) {
     std::string name = entry->d_name;
     if (name.rfind(scratch_prefix, 0) != 0) continue;
     pid_t pid = static_cast<pid_t>(std::atoi(name.c_str() + std::strlen(scratch_prefix)));
-    if (pid <= 0 || ::kill(pid, 0) != 0) dead.push_back(root_ + "/" + name);
+    if (pid <= 0 || ::kill(pid, 0) != 0) dead.push_back(scratches + "/" + name);
   }
   ::closedir(dir);
   for (const auto& path : dead) sys::remove_tree(path);

@@ -83,7 +83,7 @@ class StateStore {
   // Claims the state's name and records it in one step: the directory is made and
   // filled under a temporary name, then renamed into place with RENAME_NOREPLACE, so
   // a container directory never exists without its state.json (an mrun killed halfway
-  // leaves only a dot-named scratch directory, swept by `sweep_scratch`). Call under
+  // leaves only a scratch directory in <root>/.claims, swept by `sweep_scratch`). Call under
   // the lock. Returns false when the name is taken.
   bool claim(const ContainerState& state) const;
   // Removes scratch directories of claims whose mrun died before finishing them.

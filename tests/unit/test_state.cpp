@@ -68,8 +68,8 @@ TEST_CASE("scratch directories of a killed claim are swept, live ones kept") {
   StateStore store(tmpl);
   // pid 1 is alive (kill(1, 0) may be EPERM for non-root: treated as gone is wrong, so
   // use our own pid for the live one and an impossible pid for the dead one).
-  std::string live = std::string(tmpl) + "/.claim-" + std::to_string(::getpid()) + "-x";
-  std::string dead = std::string(tmpl) + "/.claim-2147483646-y";
+  std::string live = std::string(tmpl) + "/.claims/claim-" + std::to_string(::getpid()) + "-x";
+  std::string dead = std::string(tmpl) + "/.claims/claim-2147483646-y";
   REQUIRE(mrun::sys::make_dirs(live));
   REQUIRE(mrun::sys::make_dirs(dead));
   store.sweep_scratch();
