@@ -15,7 +15,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import textwrap
 import time
 import urllib.request
 
