@@ -7,6 +7,7 @@
 # printed with its share of the median total. Bench is never a test.
 #
 #   bench/phases.sh [RUNS] [-- MRUN-RUN-OPTIONS...]     as root (default RUNS=30)
+#   bench/phases.sh exec [RUNS]                           `mrun exec CT /bin/true` instead
 #   e.g. bench/phases.sh 30 -- --userns private
 #
 # "spawn" is from just before the bench's fork+exec of mrun to mrun's main(): the
@@ -14,7 +15,8 @@
 # fork. Each timestamp costs about a microsecond (one write).
 set -euo pipefail
 
-runs=30
+runs=30 verb=run
+if [ "${1:-}" = exec ]; then verb=exec; shift; fi
 if [ $# -gt 0 ] && [ "$1" != "--" ]; then runs=$1; shift; fi
 [ "${1:-}" = "--" ] && shift
 opts=("$@")
@@ -34,7 +36,15 @@ ninja -C "$build" src/mrun >/dev/null
 bash "$repo/tests/setup-user.sh" "$user" >/dev/null
 
 stage=$(mktemp -d /var/tmp/mrun-phases.XXXXXX)
-trap 'rm -rf --one-file-system "$stage"' EXIT
+cleanup() {
+  # exec: the container it ran in. The holder of the stage's shared user namespace
+  # exits by itself once its record goes with the stage.
+  if [ -d "$stage/state/phases-ct" ]; then
+    as_user "$stage/bin/mrun" --root "$stage/state" delete -f phases-ct >/dev/null 2>&1 || true
+  fi
+  rm -rf --one-file-system "$stage"
+}
+trap cleanup EXIT
 chmod 0755 "$stage"
 install -D -m 0755 "$build/src/mrun" "$stage/bin/mrun"
 chown "$user" "$stage"
@@ -45,13 +55,19 @@ as_user "$stage/bin/mrun" rootfs busybox "$stage/rootfs" >/dev/null
 
 # The measuring loop runs as the user, in Python: it takes the time right before its
 # fork+exec of mrun, on the clock mrun's timestamps use (CLOCK_MONOTONIC).
-as_user python3 - "$stage" "$runs" "${opts[@]+"${opts[@]}"}" <<'PY'
+as_user python3 - "$stage" "$runs" "$verb" "${opts[@]+"${opts[@]}"}" <<'PY'
 import os, subprocess, sys, time
-stage, runs, opts = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+stage, runs, verb, opts = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
 mrun = f"{stage}/bin/mrun"
-cmd = [mrun, "--root", f"{stage}/state", "run", "--rm", "--network", "none", *opts,
-       f"{stage}/rootfs", "/bin/true"]
 env = {"HOME": f"{stage}/home", "PATH": "/usr/local/bin:/usr/bin:/usr/sbin:/bin"}
+if verb == "exec":
+    subprocess.run([mrun, "--root", f"{stage}/state", "run", "-d", "--name", "phases-ct",
+                    "--network", "none", f"{stage}/rootfs", "/bin/sleep", "1000"], env=env,
+                   check=True, stdout=subprocess.DEVNULL)
+    cmd = [mrun, "--root", f"{stage}/state", "exec", "phases-ct", "/bin/true"]
+else:
+    cmd = [mrun, "--root", f"{stage}/state", "run", "--rm", "--network", "none", *opts,
+           f"{stage}/rootfs", "/bin/true"]
 for i in range(3):  # warm-up: caches, and the shared user namespace's holder
     subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
 for i in range(runs):
@@ -64,9 +80,11 @@ for i in range(runs):
         f.write(f"bench:before-spawn {t0} 0\nbench:after-wait {t1} 0\n")
 PY
 
-python3 - "$stage/traces" "$runs" "${opts[*]+"${opts[*]}"}" <<'PY'
+what="mrun run --rm --network none ${opts[*]+"${opts[*]} "}ROOTFS /bin/true"
+[ "$verb" = exec ] && what="mrun exec CT /bin/true"
+python3 - "$stage/traces" "$runs" "$what" <<'PY'
 import glob, statistics, sys
-traces, runs, opts = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+traces, runs, what = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 steps, totals, order = {}, [], []
 for path in sorted(glob.glob(f"{traces}/*.txt")):
     points = []
@@ -81,8 +99,7 @@ for path in sorted(glob.glob(f"{traces}/*.txt")):
             order.append(key)
         steps.setdefault(key, []).append((b_ns - a_ns) / 1e6)
 total = statistics.median(totals)
-print(f"mrun run --rm --network none {opts + ' ' if opts else ''}ROOTFS /bin/true: "
-      f"{len(totals)} runs, median total {total:.2f} ms (fork+exec to wait's return)")
+print(f"{what}: {len(totals)} runs, median total {total:.2f} ms (fork+exec to wait's return)")
 print(f"{'step':<44} {'median ms':>9} {'share':>6} {'runs':>5}")
 for key in order:
     v = steps[key]

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "base/phase_trace.hpp"
 #include "base/error.hpp"
 #include "base/strings.hpp"
 #include "mount/devices.hpp"
@@ -266,16 +267,19 @@ int exec_in_container(const ContainerState& state, const ExecRequest& request,
   // it while we are in it (CVE-2019-5736, see cloned_binary.hpp). `mrun exec` did this
   // first thing; this returns at once then, and protects any other caller.
   protect_binary_before_joining(state.pid);
+  MRUN_PHASE("exec:protected");
   // Compiled here, before anything runs: a bad profile fails with 125, nothing started.
   auto plan = security::prepare_security_plan(request.security, request.user.uid,
                                               defaults.host_capabilities, ctx.log,
                                               ctx.data_root + "/cache/seccomp");
+  MRUN_PHASE("exec:planned");
   UniqueFd target = sys::pidfd_open(state.pid);
   if (!process_alive(state.pid, state.pid_start)) {
     throw Error("cannot exec in a stopped container");
   }
   Joined joined = namespaces_to_join(state.pid);
 
+  MRUN_PHASE("exec:looked-up");
   SignalBlock blocked_signals;  // forwarded to the process once it runs, never lost
   auto [parent_end, child_end] = SyncChannel::make_pair();
   auto middle = sys::clone_with_pidfd(0, SIGCHLD);
@@ -319,6 +323,7 @@ int exec_in_container(const ContainerState& state, const ExecRequest& request,
   }
   child_end.close();
   sys::wait_pidfd(middle.pidfd.get());
+  MRUN_PHASE("exec:middle-done");
 
   UniqueFd process_pidfd;
   pid_t process_pid = 0;
@@ -346,7 +351,10 @@ int exec_in_container(const ContainerState& state, const ExecRequest& request,
   if (!process_pidfd) throw Error("exec: the process in container " + state.name + " was lost");
   if (!request.pid_file.empty()) write_pid_file(request.pid_file, process_pid);
   if (request.detach) return 0;
-  return supervise(process_pidfd.get(), std::move(pty_master));
+  MRUN_PHASE("exec:exec-seen");
+  int status = supervise(process_pidfd.get(), std::move(pty_master));
+  MRUN_PHASE("exec:exited");
+  return status;
 }
 
 }  // namespace mrun::runtime
