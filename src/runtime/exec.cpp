@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "base/phase_trace.hpp"
 #include "base/error.hpp"
+#include "base/phase_trace.hpp"
 #include "base/strings.hpp"
 #include "mount/devices.hpp"
 #include "runtime/become_command.hpp"
