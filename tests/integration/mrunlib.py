@@ -421,6 +421,13 @@ def list_procs():
     return procs
 
 
+def process_dead(pid):
+    """Gone, or a zombie (what mrun counts as dead): a process still exiting (its
+    namespaces being torn down) has no command line any more but is not dead yet."""
+    stat = _read(f"/proc/{pid}/stat")
+    return not stat or stat[stat.rfind(")") + 2:].split()[0] in ("Z", "X")
+
+
 def is_userns_holder(proc):
     """A state root's shared user namespace holder (src/userns/shared_userns.hpp)."""
     return proc.comm == "mrun-userns"

@@ -1,6 +1,7 @@
 """Detach, list, kill, delete, --rm, names, state dirs, and cleanup after
 the foreground mrun is killed with SIGKILL."""
 
+import json
 import os
 import signal
 
@@ -364,6 +365,14 @@ def test_sigkill_of_foreground_mrun_cleans_up(mrun, rootfs, name, overlay):
 
     M.wait_until(lambda: not container_procs(), 5)
     assert not container_procs(), f"container process survived SIGKILL of mrun: {container_procs()}"
+    # Its command line goes first; the process is dead once its namespaces are torn
+    # down (the overlay unmounted): only then may `mrun list` call it stopped.
+    state_file = os.path.join(M.state_dir(), name, "state.json")
+    if os.path.exists(state_file):
+        with open(state_file) as f:
+            pid = json.load(f).get("pid") or 0
+        assert pid <= 0 or M.wait_until(lambda: M.process_dead(pid), 10), (
+            f"container pid {pid} still exiting 10 s after mrun's SIGKILL")
     def fuse_running():
         # Exited orphans are re-parented to the suite (a subreaper): zombies
         # here are dead processes, not leftovers.
@@ -389,6 +398,16 @@ def test_sigkill_of_foreground_mrun_cleans_up(mrun, rootfs, name, overlay):
     assert r.out == "again\n", r
 
 
+def _reap_orphans():
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
 def test_the_next_start_removes_a_killed_rm_container(mrun, rootfs, names):
     """--rm whose mrun was SIGKILLed: the next `mrun run` (not only `mrun list`)
     removes its state and upper dir, through the --rm index, with kept containers
@@ -403,8 +422,16 @@ def test_the_next_start_removes_a_killed_rm_container(mrun, rootfs, names):
                                      if q.cmdline[:1] == ["/bin/mrun-probe"]], 15)
         os.kill(p.pid, signal.SIGKILL)
         p.wait(timeout=5)
-        M.wait_until(lambda: not [q for q in M.procs_with_arg(marker)
-                                  if q.cmdline[:1] == ["/bin/mrun-probe"]], 5)
+        with open(os.path.join(M.state_dir(), killed, "state.json")) as f:
+            container = json.load(f).get("pid") or 0  # 0: killed before "running"
+        # The container dies with its monitor (parent-death signal) and, orphaned, is
+        # this suite's child (a subreaper): reaped here, as init would, or it would
+        # still count as alive and rightly not be swept.
+        def container_gone():
+            _reap_orphans()
+            return container <= 0 or M.process_dead(container) and (
+                _reap_orphans() or not os.path.exists(f"/proc/{container}"))
+        assert M.wait_until(container_gone, 10), f"container pid {container} outlived mrun"
         assert M.state_paths_of(killed, M.state_dir()), "no state left to sweep: test broken"
         M.assert_rc(mrun("run", "--rm", "--name", other, rootfs, "/bin/true"))
         assert not M.state_paths_of(killed, M.state_dir()), (
