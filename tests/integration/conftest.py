@@ -180,13 +180,7 @@ def _become_subreaper():
 
 def _reap_orphans():
     """Reaps exited re-parented orphans (no test has a child running now)."""
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
+    M.reap_orphans()
 
 
 def _descendants(procs, root):

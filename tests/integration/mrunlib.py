@@ -421,6 +421,18 @@ def list_procs():
     return procs
 
 
+def reap_orphans():
+    """Reaps exited children without blocking: the suite is a subreaper, so orphans of
+    everything it starts (a killed mrun's container) become its children."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
 def process_dead(pid):
     """Gone, or a zombie (what mrun counts as dead): a process still exiting (its
     namespaces being torn down) has no command line any more but is not dead yet."""

@@ -118,12 +118,7 @@ def test_exec_never_lets_the_container_write_the_runtime_binary(mrun, private_ro
         _wait_for_line(out, "ready", 10)
 
         # The binary exec runs from: a copy the container's root owns on the host.
-        bindir = tmp_path / "bin"
-        bindir.mkdir()
-        os.chmod(tmp_path, 0o755)
-        copy = bindir / "mrun"
-        shutil.copy(M.MRUN, copy)
-        os.chmod(copy, 0o755)
+        copy = _binary_for("writable", tmp_path)
         owner = _host_uid_of_container_root(_state(mrun, name)["pid"])
         if owner != M.UID:
             if not M.ROOTFUL:

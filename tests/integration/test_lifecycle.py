@@ -398,16 +398,6 @@ def test_sigkill_of_foreground_mrun_cleans_up(mrun, rootfs, name, overlay):
     assert r.out == "again\n", r
 
 
-def _reap_orphans():
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-
-
 def test_the_next_start_removes_a_killed_rm_container(mrun, rootfs, names):
     """--rm whose mrun was SIGKILLed: the next `mrun run` (not only `mrun list`)
     removes its state and upper dir, through the --rm index, with kept containers
@@ -428,9 +418,9 @@ def test_the_next_start_removes_a_killed_rm_container(mrun, rootfs, names):
         # this suite's child (a subreaper): reaped here, as init would, or it would
         # still count as alive and rightly not be swept.
         def container_gone():
-            _reap_orphans()
+            M.reap_orphans()
             return container <= 0 or M.process_dead(container) and (
-                _reap_orphans() or not os.path.exists(f"/proc/{container}"))
+                M.reap_orphans() or not os.path.exists(f"/proc/{container}"))
         assert M.wait_until(container_gone, 10), f"container pid {container} outlived mrun"
         assert M.state_paths_of(killed, M.state_dir()), "no state left to sweep: test broken"
         M.assert_rc(mrun("run", "--rm", "--name", other, rootfs, "/bin/true"))
