@@ -146,6 +146,10 @@ bool container_may_write_binary(const BinaryAccess& binary, const std::string& u
 }
 
 void protect_binary_before_joining(pid_t container_pid) {
+  // `mrun exec` decides first thing and exec_in_container again, for other callers:
+  // once found safe for this container, the second call need not look again.
+  static pid_t found_safe_for = 0;
+  if (container_pid > 0 && container_pid == found_safe_for) return;
   if (running_from_sealed_copy()) return reexec_from_sealed_copy();  // clears the marker
   if (sys::same_namespace(container_pid, "user")) return reexec_from_sealed_copy();
   const std::string proc = "/proc/" + std::to_string(container_pid);
@@ -162,6 +166,7 @@ void protect_binary_before_joining(pid_t container_pid) {
   binary.has_acl = ::fgetxattr(exe.get(), "system.posix_acl_access", nullptr, 0) >= 0 ||
                    (errno != ENODATA && errno != ENOTSUP);
   if (container_may_write_binary(binary, *uid_map, *gid_map)) reexec_from_sealed_copy();
+  found_safe_for = container_pid;
 }
 
 }  // namespace mrun::runtime
