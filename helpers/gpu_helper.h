@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <sys/types.h>
 
-#include "gpu_helper_policy.h"
+#include "gpupolicy/gpu_policy.h"
 
 #ifndef MRUN_GPU_HELPER_POLICY
 #define MRUN_GPU_HELPER_POLICY "/etc/mrun/gpu-helper.conf"

@@ -5,7 +5,7 @@ set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 out=${1:-/dev/null}
-mapfile -t files < <(git ls-files 'src/*.cpp' 'src/*.hpp' 'src/*.h' 'tests/*.cpp' 'tests/*.c' 'helpers/*.c')
+mapfile -t files < <(git ls-files 'src/*.cpp' 'src/*.hpp' 'src/*.h' 'src/*.c' 'tests/*.cpp' 'tests/*.c' 'helpers/*.c' 'helpers/*.h')
 n=0; failed=0; tap=""
 for f in "${files[@]}"; do
   n=$((n + 1))

@@ -16,7 +16,7 @@
 #include "base/error.hpp"
 #include "base/strings.hpp"
 #include "cgroup/cgroup.hpp"
-#include "gpu_helper_policy.h"
+#include "gpupolicy/gpu_policy.h"
 #include "mount/devices.hpp"
 #include "runtime/state.hpp"
 #include "sys/fs.hpp"

@@ -1,5 +1,5 @@
 // libFuzzer target: the policy of mrun-gpu-helper(8) (/etc/mrun/gpu-helper.conf)
-// through helpers/gpu_helper_policy.c's policy_parse, then policy_allows for a few
+// through src/gpupolicy/gpu_policy.c's policy_parse, then policy_allows for a few
 // devices and callers. The parser runs in a setuid program: every bound is checked
 // here, and the input is an exact-size heap copy so that ASan sees any read past it.
 #include <sys/types.h>
@@ -11,7 +11,7 @@
 #include <string>
 
 #include "fuzz_check.hpp"
-#include "gpu_helper_policy.h"
+#include "gpupolicy/gpu_policy.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// Device injection (mount/devices.hpp) and the gpu helper's policy (helpers/): the
+// Device injection (mount/devices.hpp) and the gpu helper's policy (src/gpupolicy/): the
 // pure parts, without privilege.
 #include <sys/sysmacros.h>
 
@@ -7,7 +7,7 @@
 #include <string>
 
 #include "base/error.hpp"
-#include "gpu_helper_policy.h"
+#include "gpupolicy/gpu_policy.h"
 #include "mount/devices.hpp"
 #include "mount/mount_plan.hpp"
 

@@ -1,5 +1,7 @@
 /* The policy of mrun-gpu-helper(8): parsing and matching, pure (no I/O, no
- * privilege), so the unit tests check them directly.
+ * privilege), so the unit tests and the fuzzer check them directly. Part of the
+ * libc-only gpupolicy library that the setuid helper and `mrun gpu doctor` both link,
+ * so that the doctor judges a policy exactly as the helper does.
  *
  * Format (one rule a line; '#' starts a comment; blank lines are ignored):
  *
@@ -14,8 +16,8 @@
  *   max_filters_per_user N
  *
  * how many device filters (--filter) one uid may hold at a time, 0 to 4096; default 8. */
-#ifndef MRUN_GPU_HELPER_POLICY_H
-#define MRUN_GPU_HELPER_POLICY_H
+#ifndef MRUN_GPU_POLICY_H
+#define MRUN_GPU_POLICY_H
 
 #include <stddef.h>
 #include <sys/types.h>

@@ -1,6 +1,6 @@
-/* See gpu_helper_policy.h. Runs inside a setuid program: bounded buffers, no
+/* See gpu_policy.h. Runs inside a setuid program: bounded buffers, no
  * allocation, every input length checked. */
-#include "gpu_helper_policy.h"
+#include "gpupolicy/gpu_policy.h"
 
 #include <fnmatch.h>
 #include <stdio.h>
