@@ -10,11 +10,10 @@
 #include <stdlib.h>
 #include <sys/types.h>
 
+/* The policy: its path (MRUN_GPU_HELPER_POLICY), parser and matcher; the loader with
+ * the trust checks, shared with `mrun gpu doctor` (src/gpupolicy/). */
 #include "gpupolicy/gpu_policy.h"
-
-#ifndef MRUN_GPU_HELPER_POLICY
-#define MRUN_GPU_HELPER_POLICY "/etc/mrun/gpu-helper.conf"
-#endif
+#include "gpupolicy/gpu_policy_load.h"
 #ifndef CAP_PERFMON
 #define CAP_PERFMON 38 /* Linux 5.8 */
 #endif

@@ -35,8 +35,9 @@
 
 /* What the helper needs, with room to spare. Measured (static-pie, x86-64): the node
  * grant works from 10 descriptors (0-2 included; --filter from 8), 2 MiB of address
- * space and data, 24 KiB of stack, a few milliseconds of CPU; it writes one line. The
- * man page lists these. */
+ * space and data, about 80 KiB of stack (the policy's text, up to 64 KiB, is read onto
+ * it: src/gpupolicy/gpu_policy_load.c), a few milliseconds of CPU; it writes one line.
+ * The man page lists these. */
 #define NEED_FILES 32
 #define NEED_FSIZE (1024 * 1024)
 #define NEED_MEMORY (64 * 1024 * 1024)

@@ -39,7 +39,6 @@
 #define MAX_ARGS 36 /* --filter PID and up to 32 devices */
 #define MAX_ARG_LEN PATH_MAX
 #define MAX_ENV_BYTES (256 * 1024)
-#define MAX_POLICY_BYTES (64 * 1024)
 
 void say(const char* fmt, ...) {
   va_list ap;
@@ -101,43 +100,26 @@ static int group_gid(const char* name, gid_t* gid) {
   return 0;
 }
 
-/* Checks the policy file is root's alone, then reads it, with root's file system ids
- * (it is our file, not one the caller names). A policy anyone else could write would
- * let them grant themselves any device. */
+/* The policy, loaded once by the shared loader (src/gpupolicy/gpu_policy_load.h: the
+ * file and its directory root's alone, not a symlink, a regular file of at most 64 KiB
+ * that parses), with root's file system ids: it is our file, not one the caller names.
+ * A policy anyone else could write would let them grant themselves any device. Each
+ * refusal keeps its own exit status; the reason is the loader's, which `mrun gpu
+ * doctor` prints too. */
 const struct policy* helper_policy(void) {
   static struct policy policy;
   static int loaded;
-  static char text[MAX_POLICY_BYTES + 1];
   if (loaded) return &policy;
-  const char* path = MRUN_GPU_HELPER_POLICY;
+  char err[512];
   fs_as_root();
-  /* Its directory too: whoever can write /etc/mrun can replace the file. */
-  struct stat st;
-  char dir[PATH_MAX];
-  snprintf(dir, sizeof dir, "%s", path);
-  *strrchr(dir, '/') = '\0';
-  if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022)) {
-    REFUSE(EXIT_POLICY_UNSAFE, "%s: must be a directory owned by root, not writable by others",
-           dir);
-  }
-  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) {
-    REFUSE(status_for(errno, EXIT_POLICY_UNSAFE), "%s: %s (no policy: nothing is allowed)", path,
-           strerror(errno));
-  }
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022)) {
-    REFUSE(EXIT_POLICY_UNSAFE,
-           "%s: must be a regular file owned by root, not writable by group or others", path);
-  }
-  ssize_t total = 0, n;
-  while ((n = read(fd, text + total, sizeof text - 1 - (size_t)total)) > 0) total += n;
-  if (n < 0) REFUSE(EXIT_POLICY_UNSAFE, "read %s: %s", path, strerror(errno));
-  if (total >= MAX_POLICY_BYTES) REFUSE(EXIT_POLICY_BAD, "%s: larger than 64 KiB", path);
-  close(fd);
+  int status = policy_load(MRUN_GPU_HELPER_POLICY, &policy, err, sizeof err);
   fs_as_caller();
-  char err[128];
-  int line = policy_parse(text, (size_t)total, &policy, err, sizeof err);
-  if (line != 0) REFUSE(EXIT_POLICY_BAD, "%s:%d: %s", path, line, err);
+  switch (status) {
+    case POLICY_LOAD_OK: break;
+    case POLICY_LOAD_MALFORMED: REFUSE(EXIT_POLICY_BAD, "%s", err);
+    case POLICY_LOAD_LIMITS: REFUSE(EXIT_LIMITS, "%s", err);
+    default: REFUSE(EXIT_POLICY_UNSAFE, "%s", err); /* absent, unsafe */
+  }
   loaded = 1;
   return &policy;
 }

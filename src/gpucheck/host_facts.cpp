@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -17,6 +18,7 @@
 #include "base/strings.hpp"
 #include "cgroup/cgroup.hpp"
 #include "gpupolicy/gpu_policy.h"
+#include "gpupolicy/gpu_policy_load.h"
 #include "mount/devices.hpp"
 #include "runtime/state.hpp"
 #include "sys/fs.hpp"
@@ -159,7 +161,7 @@ std::string helper_path() {
 }
 
 HelperFact inspect_helper(const std::string& path, const UserInfo& user,
-                          const std::vector<std::string>& nodes) {
+                          const std::vector<std::string>& nodes, const std::string& policy_file) {
   HelperFact h;
   h.path = path;
   if (!path.empty()) {
@@ -172,23 +174,22 @@ HelperFact inspect_helper(const std::string& path, const UserInfo& user,
       h.path.clear();
     }
   }
-  const std::string policy_file = "/etc/mrun/gpu-helper.conf";
-  auto text = sys::read_file(policy_file);
-  h.policy_present = text.has_value();
-  if (!text) return h;
-  struct stat st {};
-  if (::stat(policy_file.c_str(), &st) == 0 && (st.st_uid != 0 || (st.st_mode & 022))) {
-    h.policy_error =
-        "must be owned by root and writable only by it (the helper refuses it): "
-        "chown root:root " +
-        policy_file + "; chmod 0644 " + policy_file;
-    return h;
-  }
+  // The helper's own loader (src/gpupolicy/): the same trust checks on the file and its
+  // directory, the same parser, the same reason. Only the ids differ: the helper reads
+  // its policy with root's, the doctor with the caller's.
+  h.policy_path = policy_file;
   auto policy = std::make_unique<struct policy>();
-  char err[256] = "";
-  int bad = policy_parse(text->data(), text->size(), policy.get(), err, sizeof err);
-  if (bad != 0) {
-    h.policy_error = "line " + std::to_string(bad) + ": " + err;
+  char err[1024] = "";
+  int status = policy_load(policy_file.c_str(), policy.get(), err, sizeof err);
+  int load_errno = errno;
+  h.policy_present = status != POLICY_LOAD_ABSENT;
+  if (status == POLICY_LOAD_ABSENT) return h;
+  if (status != POLICY_LOAD_OK) {
+    h.policy_error = err;
+    if (load_errno == EACCES && ::geteuid() != 0) {
+      h.policy_error += " (the helper reads it as root; " + user.name +
+                        " cannot, so doctor cannot check it: chmod a+r " + policy_file + ")";
+    }
     return h;
   }
   struct policy_caller caller {};

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gpucheck/ladder.hpp"
+#include "gpupolicy/gpu_policy.h"  // MRUN_GPU_HELPER_POLICY
 
 namespace mrun::gpucheck {
 
@@ -31,9 +32,12 @@ std::vector<NodeFact> fakegpu_nodes();
 // The helper mrun would use: an absolute $MRUN_GPU_HELPER, else the installed one
 // (PREFIX/libexec/mrun/mrun-gpu-helper); empty when there is none.
 std::string helper_path();
-// Its state and whether /etc/mrun/gpu-helper.conf allows `user` every node in `nodes`.
+// Its state, and whether its policy (loaded and judged by the helper's own code, so
+// refused for the same reasons) allows `user` every node in `nodes`. `policy_file` is
+// the helper's, fixed at build time; the unit tests name another.
 HelperFact inspect_helper(const std::string& path, const UserInfo& user,
-                          const std::vector<std::string>& nodes);
+                          const std::vector<std::string>& nodes,
+                          const std::string& policy_file = MRUN_GPU_HELPER_POLICY);
 
 // Whether the calling process's cgroup (or an ancestor) is delegated to `uid`.
 bool in_cgroup_delegated_to(uid_t uid);

@@ -136,14 +136,16 @@ Rung helper_rung(const DoctorFacts& f) {
     r.detail =
         h.path + " is on a nosuid mount, where setuid is ignored: install it elsewhere" + why;
   } else if (!h.policy_present) {
-    r.detail =
-        "no policy /etc/mrun/gpu-helper.conf: write one (root-owned, 0644), e.g. "
-        "`/dev/fakegpu* user:" +
-        f.user + "` (mrun-gpu-helper(8))";
+    r.detail = "no policy " + h.policy_path +
+               ": write one (root-owned, 0644, in a directory only root can write), e.g. "
+               "`/dev/fakegpu* user:" +
+               f.user + "` (mrun-gpu-helper(8))";
   } else if (!h.policy_error.empty()) {
-    r.detail = "/etc/mrun/gpu-helper.conf: " + h.policy_error;
+    // The helper's loader's own words (they name the file and the fix): the helper
+    // refuses every request with them.
+    r.detail = h.policy_error;
   } else if (!h.policy_allows) {
-    r.detail = "/etc/mrun/gpu-helper.conf does not allow " + f.user + " " + h.not_allowed +
+    r.detail = h.policy_path + " does not allow " + f.user + " " + h.not_allowed +
                ": add `user:" + f.user + "` (or one of its groups) to the rule for it";
   } else {
     r.ok = true;

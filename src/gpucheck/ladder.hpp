@@ -28,8 +28,9 @@ struct HelperFact {
   std::string path;  // empty: not installed
   bool setuid_root = false;
   bool nosuid_mount = false;
+  std::string policy_path;  // the helper's policy file
   bool policy_present = false;
-  std::string policy_error;    // parse error or unsafe ownership, with the line
+  std::string policy_error;    // the helper's own refusal: unsafe file or directory, bad line
   bool policy_allows = false;  // every node allowed for the caller
   std::string not_allowed;     // the first node it does not allow
 };

@@ -1,7 +1,8 @@
 /* The policy of mrun-gpu-helper(8): parsing and matching, pure (no I/O, no
  * privilege), so the unit tests and the fuzzer check them directly. Part of the
  * libc-only gpupolicy library that the setuid helper and `mrun gpu doctor` both link,
- * so that the doctor judges a policy exactly as the helper does.
+ * so that the doctor judges a policy exactly as the helper does; gpu_policy_load.h
+ * reads the file with the helper's trust checks.
  *
  * Format (one rule a line; '#' starts a comment; blank lines are ignored):
  *
@@ -25,6 +26,11 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Where the helper reads its policy: fixed at build time, here only, so that the
+ * helper and the doctor read the same file; never from the environment (the helper is
+ * setuid). */
+#define MRUN_GPU_HELPER_POLICY "/etc/mrun/gpu-helper.conf"
 
 #define POLICY_MAX_RULES 64
 #define POLICY_MAX_WHO 16

@@ -259,9 +259,13 @@ def helper(world, user):
         with open(POLICY) as f:
             saved = f.read()
     os.makedirs("/etc/mrun", exist_ok=True)
+    saved_dir = os.stat("/etc/mrun")
 
     def write_policy(text, mode=0o644, owner=0):
-        with open(POLICY, "w") as f:
+        # A fresh file: a test may have left a symlink or a FIFO there.
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(POLICY)
+        with open(POLICY, "x") as f:
             f.write(text)
         os.chown(POLICY, owner, 0)
         os.chmod(POLICY, mode)
@@ -271,6 +275,8 @@ def helper(world, user):
         yield {"path": path, "dev": devdir, "write_policy": write_policy}
     finally:
         shutil.rmtree(devdir, ignore_errors=True)
+        os.chown("/etc/mrun", saved_dir.st_uid, saved_dir.st_gid)
+        os.chmod("/etc/mrun", stat.S_IMODE(saved_dir.st_mode))
         if saved is not None:
             write_policy(saved)
         else:
@@ -406,6 +412,49 @@ def test_helper_refuses_setup_and_input(world, helper, user, name, case):
         status, words = TOO_BIG, ["too many arguments"]
     r = run_helper(world, helper, *args, env_extra=env_extra, path=path)
     assert_refused(r, status, words)
+
+
+@rootful_setup
+@pytest.mark.parametrize("case", ["symlink", "fifo", "over 64 KiB", "directory writable by others",
+                                  "directory owned by the user"])
+def test_helper_refuses_an_untrusted_policy(world, helper, user, case):
+    """The trust checks of the policy (src/gpupolicy/gpu_policy_load.c, the loader
+    `mrun gpu doctor` uses too) in the real setuid helper: a symlink to a good
+    policy, a FIFO (refused at once: opening it would wait for a writer), a file over
+    64 KiB, and a directory someone else could write (they could replace the file)."""
+    dev = helper["dev"] + "/null0"
+    good = f"{helper['dev']}/* user:{USER}\n"
+    real = POLICY + ".real"
+    try:
+        if case == "symlink":
+            with open(real, "w") as f:
+                f.write(good)
+            os.unlink(POLICY)
+            os.symlink(os.path.basename(real), POLICY)
+            status, words = POLICY_UNSAFE, [POLICY + ": a symbolic link"]
+        elif case == "fifo":
+            os.unlink(POLICY)
+            os.mkfifo(POLICY, 0o644)
+            status, words = POLICY_UNSAFE, [POLICY + ": not a regular file"]
+        elif case == "over 64 KiB":
+            helper["write_policy"](good + "#" * 65536 + "\n")
+            status, words = POLICY_BAD, ["larger than 64 KiB"]
+        elif case == "directory writable by others":
+            os.chmod("/etc/mrun", 0o777)
+            status, words = POLICY_UNSAFE, ["/etc/mrun: owner uid 0, mode 0777",
+                                            "not writable by group or others"]
+        else:
+            os.chown("/etc/mrun", user.pw_uid, 0)
+            status, words = POLICY_UNSAFE, [f"/etc/mrun: owner uid {user.pw_uid}",
+                                            "must be owned by root"]
+        r = run_helper(world, helper, os.getpid(), dev, "/dev/null0")
+        assert_refused(r, status, words)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(real)
+        os.chown("/etc/mrun", 0, 0)
+        os.chmod("/etc/mrun", 0o755)
+        helper["write_policy"](good)
 
 
 @rootful_setup

@@ -190,6 +190,19 @@ expect_exit "doctor, policy does not allow the user: rung 13" 13 "fix: .*does no
     as "$user" "$M" gpu doctor
 write_policy '/dev/fakegpu* group:fakegpu'
 
+# The doctor loads the policy with the helper's own code (src/gpupolicy/): a policy
+# directory others can write (they could replace the file) fails rung 13, and its fix
+# is the helper's own refusal, word for word. (The doctor used to stat the file only.)
+chmod 0777 /etc/mrun
+expect_exit "doctor, policy directory writable by others: rung 13" 13 \
+    "fix: /etc/mrun: owner uid 0, mode 0777: the policy's directory must be owned by root" \
+    as "$user" "$M" gpu doctor
+doctor_fix=$(as "$user" "$M" gpu doctor 2>&1 | sed -n 's/^ *fix: //p')
+helper_says=$(as "$user" "$H" --filter 1 2>&1 >/dev/null; echo "status $?")
+check "the helper refuses it too (status 4), in the doctor's words" \
+    test "$helper_says" = "mrun-gpu-helper: $doctor_fix"$'\n'"status 4"
+chmod 0755 /etc/mrun
+
 chmod 0755 "$H"
 expect_exit "doctor, helper not setuid: rung 13, chmod 4755" 13 'fix: .*chmod 4755' as "$user" "$M" gpu doctor
 chmod 4755 "$H"
