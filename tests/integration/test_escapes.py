@@ -4,8 +4,10 @@ local user against the shared /tmp fallbacks. Each test fails on an mrun without
 the fix it names (the security issue's items 1-7, and the published runc/crun
 escapes of the same class)."""
 
+import collections
 import os
 import subprocess
+import sys
 import time
 
 import pytest
@@ -336,3 +338,132 @@ def test_volume_through_an_image_symlink_to_proc_is_refused(mrun, private_rootfs
     r = mrun("run", "--rm", "--name", name, "--network", "none", "-v", f"{host_dir}:/foo",
              private_rootfs, "cat", "/proc/self/status")
     assert r.rc == 125 and "resolves into the container's /proc" in r.err, r
+
+
+# ---- racing a host directory the container shares ------------------------------
+# "Another container with the same shared volume" is, to mrun, any process of the same
+# user that changes the volume's directory while mrun sets the container up. The racer
+# below is that process: a python running as the test's user, swapping directory
+# entries with renameat2(RENAME_EXCHANGE) (atomic: the name is always one of the two)
+# in a tight loop until it is told to stop (SIGTERM); it prints how many swaps it did.
+
+_RACER = r"""
+import ctypes, os, signal, sys
+libc = ctypes.CDLL(None, use_errno=True)
+AT_FDCWD, RENAME_EXCHANGE = -100, 2
+directory, name, others = sys.argv[1], sys.argv[2].encode(), [o.encode() for o in sys.argv[3:]]
+os.chdir(directory)
+swaps = 0
+def stop(*_):
+    print(swaps, flush=True)
+    os._exit(0)
+signal.signal(signal.SIGTERM, stop)
+print("ready", flush=True)
+while True:
+    for other in others:
+        for _ in range(2):  # there and back: NAME is itself again after each pair
+            if libc.renameat2(AT_FDCWD, name, AT_FDCWD, other, RENAME_EXCHANGE) != 0:
+                e = ctypes.get_errno()
+                print(f"renameat2 {name!r} {other!r}: {os.strerror(e)}", file=sys.stderr)
+                os._exit(1)
+            swaps += 1
+"""
+
+
+class _Racer:
+    """Swaps DIRECTORY/NAME with each of OTHERS in turn, from another process."""
+
+    def __init__(self, directory, name, *others):
+        self.p = subprocess.Popen([sys.executable, "-c", _RACER, str(directory), name, *others],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  start_new_session=True)
+        assert self.p.stdout.readline().strip() == "ready", self.p.communicate()
+
+    def stop(self):
+        """Stops it; returns how many swaps it did (it must still have been running)."""
+        still_running = self.p.poll() is None
+        if still_running:
+            self.p.terminate()
+        out, err = self.p.communicate(timeout=10)
+        assert still_running, f"the racer died early: {err}"
+        return int(out.split()[-1])
+
+
+def _mountinfo_root(path):
+    """PATH as the root field of a bind mount of it shows it in mountinfo: its path
+    inside the filesystem it is on (the host mount holding it, by device and prefix)."""
+    path = os.path.realpath(path)
+    dev = os.stat(path).st_dev
+    holders = [m for m in M.host_mounts()
+               if m.dev == f"{os.major(dev)}:{os.minor(dev)}"
+               and (path == m.point or path.startswith(m.point.rstrip("/") + "/"))]
+    m = max(holders, key=lambda m: len(m.point))
+    rest = path[len(m.point.rstrip("/")):]
+    return (m.root.rstrip("/") + rest) or "/"
+
+
+def _single_error_line(r):
+    lines = [line for line in r.err.splitlines() if line.strip()]
+    return len(lines) == 1 and lines[0].startswith("mrun: ")
+
+
+# ---- CVE-2021-30465: a volume target raced with a symlink ----------------------
+
+def test_nested_volume_target_raced_with_a_symlink_stays_inside(mrun, rootfs, tmp_path, name):
+    """runc's CVE-2021-30465: volumes SHARED:/vol and OTHER:/vol/a/LEAF, while another
+    process swaps SHARED/a between a directory and a symlink to "/" (or to
+    "../../../../../../../../"). runc resolved the target, then mounted by path: the
+    swapped-in link sent OTHER onto the host's /LEAF. mrun opens every target with
+    openat2(RESOLVE_IN_ROOT) and mounts onto that descriptor, so "/" and ".." stop at
+    the container's root: OTHER lands in SHARED's directory or at the container's
+    /LEAF, nowhere else, and a run either succeeds or fails cleanly (125, one line)."""
+    leaf = f"mrun-race-{name}"  # unique: the host's /LEAF must never appear
+    assert not os.path.lexists("/" + leaf)
+    shared, other = tmp_path / "shared", tmp_path / "other"
+    shared.mkdir()
+    other.mkdir()
+    (shared / "a").mkdir()
+    os.symlink("/", shared / "to-root")
+    os.symlink("../../../../../../../../", shared / "to-dotdot")
+    marker = f"marker-{name}"
+    (other / marker).write_text("OTHER\n")
+    for d in (tmp_path, shared, shared / "a", other):
+        os.chmod(d, 0o755)
+    host_mounts = M.mount_keys(M.host_mounts())
+    # Where OTHER may show up: SHARED's directory "a" (under whichever of the three names
+    # it has when the container reads its mount table), or the container's own /LEAF.
+    allowed = {f"/vol/{n}/{leaf}" for n in ("a", "to-root", "to-dotdot")} | {"/" + leaf}
+    other_root = _mountinfo_root(other)
+    outcomes, landings = collections.Counter(), collections.Counter()
+    racer = _Racer(shared, "a", "to-root", "to-dotdot")
+    try:
+        deadline = time.monotonic() + 20
+        for run in range(40):
+            if time.monotonic() > deadline:
+                break
+            r = mrun("run", "--rm", "--name", f"{name}-{run}", "--network", "none",
+                     "-v", f"{shared}:/vol", "-v", f"{other}:/vol/a/{leaf}", rootfs,
+                     "cat", "/proc/self/mountinfo")
+            assert not os.path.lexists("/" + leaf), f"run {run} made the host's /{leaf}\n{r!r}"
+            if r.rc == 125:
+                assert _single_error_line(r), f"run {run}: not a clean refusal\n{r!r}"
+                outcomes["refused: " + r.err.strip()[:80]] += 1
+                continue
+            assert r.rc == 0, f"run {run}\n{r!r}"
+            outcomes["ran"] += 1
+            points = [m.point for m in M.parse_mountinfo(r.out) if m.root == other_root]
+            # Exactly once, inside: a mount made outside the container's root (on the
+            # host's /LEAF in mrun's namespace) would be missing from its table.
+            assert len(points) == 1 and points[0] in allowed, (
+                f"run {run}: OTHER mounted at {points}, allowed {sorted(allowed)}\n{r!r}")
+            landings[points[0].replace(leaf, "LEAF")] += 1
+    finally:
+        swaps = racer.stop()
+    summary = f"{dict(outcomes)}, OTHER at {dict(landings)}, {swaps} swaps"
+    assert outcomes["ran"] > 0, f"no run got through: nothing was shown\n{summary}"
+    assert swaps > 1000, f"the racer hardly ran\n{summary}"
+    assert M.mount_keys(M.host_mounts()) == host_mounts, f"the host's mounts changed\n{summary}"
+    assert not os.path.lexists("/" + leaf) and not os.path.lexists(tmp_path / leaf), summary
+    assert sorted(os.listdir(other)) == [marker], f"OTHER changed\n{summary}"
+    print(summary)
+
