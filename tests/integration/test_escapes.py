@@ -5,6 +5,7 @@ the fix it names (the security issue's items 1-7, and the published runc/crun
 escapes of the same class)."""
 
 import collections
+import contextlib
 import os
 import subprocess
 import sys
@@ -467,3 +468,201 @@ def test_nested_volume_target_raced_with_a_symlink_stays_inside(mrun, rootfs, tm
     assert sorted(os.listdir(other)) == [marker], f"OTHER changed\n{summary}"
     print(summary)
 
+
+# ---- CVE-2025-52565: /dev/console -------------------------------------------------
+# runc bound the terminal's pty onto /dev/console by path, before the masks and the
+# read-only paths: an image whose /dev/console is a symlink to a procfs file, or one
+# swapped in during setup, got the pty mounted over that file. mrun mounts nothing on
+# /dev/console (the pty reaches the command as its descriptors 0-2, from the
+# container's own devpts), so neither the image's link nor a racer can redirect a
+# mount there. These tests hold any future console setup to that.
+
+CORE_PATTERN = "/proc/sys/kernel/core_pattern"
+# readlink first, once: a racer may swap the entry between two tests of it.
+_CONSOLE_SCRIPT = ("cat /proc/self/mountinfo; echo ---; "
+                   "if l=$(readlink /dev/console); then echo console=link:$l; "
+                   "elif [ -c /dev/console ]; then echo console=char; "
+                   "elif [ -f /dev/console ]; then echo console=file; "
+                   "elif [ -e /dev/console ]; then echo console=other; "
+                   "else echo console=absent; fi; "
+                   "echo tty=$(tty)")
+
+
+def _run_on_pty(mrun, *args, timeout=30):
+    """mrun ARGS with its standard input, output and error on a new pty, as a user at a
+    terminal runs `mrun run -t`: (exit status, what the pty showed, without \\r)."""
+    import pty
+    import select
+    master, slave = pty.openpty()
+    try:
+        p = mrun.popen(*args, stdin=slave, stdout=slave, stderr=slave)
+    finally:
+        os.close(slave)
+    out, deadline = b"", time.monotonic() + timeout
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                p.kill()
+                p.wait()
+                raise AssertionError(f"mrun {' '.join(map(str, args))} did not finish within "
+                                     f"{timeout}s:\n{out!r}")
+            ready, _, _ = select.select([master], [], [], left)
+            if not ready:
+                continue
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: the last holder of the other side (mrun) exited
+                data = b""
+            if not data:
+                break
+            out += data
+        rc = p.wait(timeout=10)
+    finally:
+        os.close(master)
+    return rc, out.decode(errors="replace").replace("\r", "")
+
+
+def _check_console_run(text, what, allowed_console):
+    """The container's report (_CONSOLE_SCRIPT): nothing mounted over core_pattern or any
+    procfs file, a mount on /dev/console only ever a devpts node, the console as
+    ALLOWED_CONSOLE, and the command on a pty."""
+    table, sep, rest = text.partition("\n---\n")
+    assert sep, f"{what}: no report\n{text}"
+    mounts = M.parse_mountinfo(table)
+    over_proc = [m for m in mounts if m.point.startswith("/proc/sys")]
+    assert all(m.point != CORE_PATTERN for m in mounts), f"{what}: a mount on {CORE_PATTERN}\n{text}"
+    # /proc/sys may be made read-only by a bind onto itself (procfs), nothing else.
+    assert all(m.fstype == "proc" for m in over_proc), f"{what}: {over_proc}\n{text}"
+    console = [m for m in mounts if m.point == "/dev/console"]
+    assert all(m.fstype == "devpts" for m in console), f"{what}: /dev/console is {console}\n{text}"
+    fields = dict(line.split("=", 1) for line in rest.splitlines() if "=" in line)
+    assert fields.get("console") in allowed_console, f"{what}: {fields}\n{text}"
+    assert fields.get("tty", "").startswith("/dev/pts/"), f"{what}: not on a pty\n{text}"
+
+
+def _read_core_pattern():
+    with open(CORE_PATTERN) as f:
+        return f.read()
+
+
+@pytest.mark.parametrize("overlay", ["none", "auto"])
+def test_image_console_symlink_to_core_pattern_is_not_mounted_on(mrun, private_rootfs, name,
+                                                                 overlay):
+    """The image's /dev/console is a symlink to /proc/sys/kernel/core_pattern (in the
+    image itself with --overlay none, in the overlay's lower layer by default). With
+    -t, nothing is mounted over core_pattern, the image's /dev is hidden by mrun's
+    tmpfs (its link is not even seen), and the host's core_pattern is unchanged."""
+    before = _read_core_pattern()
+    dev = os.path.join(private_rootfs, "dev")
+    os.makedirs(dev, exist_ok=True)
+    os.symlink(CORE_PATTERN, os.path.join(dev, "console"))
+    rc, out = _run_on_pty(mrun, "run", "--rm", "-t", "--name", name, "--network", "none",
+                          "--overlay", overlay, private_rootfs, "/bin/sh", "-c", _CONSOLE_SCRIPT)
+    assert rc == 0, out
+    # mrun makes no /dev/console on its tmpfs /dev; a future one must be a char device.
+    _check_console_run(out, f"--overlay {overlay}", {"absent", "char"})
+    assert _read_core_pattern() == before
+    assert os.readlink(os.path.join(dev, "console")) == CORE_PATTERN, "the image was changed"
+
+
+def test_bundle_dev_console_raced_with_a_symlink_to_core_pattern(mrun, private_rootfs, tmp_path,
+                                                                name):
+    """An OCI bundle whose config binds /dev from a host directory D the test controls,
+    with process.terminal true (the pty's master goes to --console-socket), while
+    another process swaps D/console between a regular file and a symlink to
+    core_pattern. Over repeated `mrun run --bundle` starts: each exits 0 or 125 with one
+    line; core_pattern is never a mount point in the container (nor a mount over
+    /proc/sys other than its own read-only bind); a mount on /dev/console is only ever
+    a devpts node; the host's core_pattern, its mount table and the regular file's
+    content are unchanged."""
+    import socket
+    import threading
+    devdir = tmp_path / "dev"
+    devdir.mkdir()
+    os.chmod(tmp_path, 0o755)
+    os.chmod(devdir, 0o755)
+    (devdir / "console").write_text("REGULAR\n")
+    os.symlink(CORE_PATTERN, devdir / "console-link")
+    # A /dev of the engine's own gets nothing from the runtime (runc's rule, and mrun's):
+    # the pty comes from the devpts on /dev/pts, through the engine's ptmx link.
+    os.symlink("pts/ptmx", devdir / "ptmx")
+
+    def bind_dev(config):
+        mounts = [m for m in config["mounts"] if m["destination"] != "/dev"]
+        mounts.insert(1, {"destination": "/dev", "type": "bind", "source": str(devdir),
+                          "options": ["rbind", "rw"]})
+        config["mounts"] = mounts
+
+    bundle = M.oci_bundle(mrun, tmp_path, private_rootfs, ["/bin/sh", "-c", _CONSOLE_SCRIPT],
+                          edit=bind_dev, terminal=True)
+    sock_path = tmp_path / "console.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(sock_path))
+    server.listen(1)
+    server.settimeout(20)
+    before, host_mounts = _read_core_pattern(), M.mount_keys(M.host_mounts())
+    outcomes = collections.Counter()
+    racer = _Racer(devdir, "console", "console-link")
+    try:
+        deadline = time.monotonic() + 20
+        for run in range(20):
+            if time.monotonic() > deadline:
+                break
+            got = {}
+
+            def pty_output():
+                try:
+                    conn, _ = server.accept()
+                except OSError as e:  # mrun refused before it made the pty
+                    got["error"] = e
+                    return
+                with conn:
+                    _, fds, _, _ = socket.recv_fds(conn, 1024, 1)
+                if not fds:  # our own wake-up call
+                    return
+                out = b""
+                try:
+                    while True:
+                        try:
+                            data = os.read(fds[0], 65536)
+                        except OSError:  # EIO: the container's side is closed
+                            break
+                        if not data:
+                            break
+                        out += data
+                finally:
+                    os.close(fds[0])
+                got["out"] = out.decode(errors="replace").replace("\r", "")
+
+            reader = threading.Thread(target=pty_output)
+            reader.start()
+            r = mrun("run", "--bundle", bundle, "--console-socket", sock_path, f"{name}-{run}")
+            mrun("delete", "--force", f"{name}-{run}")  # run --bundle keeps it, as runc run
+            if r.rc != 0:
+                # Refused before the pty was sent: wake the reader up.
+                with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX) as poke:
+                    poke.connect(str(sock_path))
+            reader.join(20)
+            assert not reader.is_alive(), f"run {run}: the pty never closed\n{r!r}"
+            if r.rc == 125:
+                assert _single_error_line(r), f"run {run}: not a clean refusal\n{r!r}"
+                outcomes["refused: " + r.err.strip()[:80]] += 1
+                continue
+            assert r.rc == 0, f"run {run}\n{r!r}"
+            # D/console as the container saw it: the regular file or the link, untouched.
+            _check_console_run(got.get("out", ""), f"run {run}",
+                               {"file", "link:" + CORE_PATTERN})
+            outcomes["ran"] += 1
+    finally:
+        swaps = racer.stop()
+        server.close()
+    summary = f"{dict(outcomes)}, {swaps} swaps"
+    assert outcomes["ran"] > 0, f"no run got through\n{summary}"
+    assert swaps > 1000, f"the racer hardly ran\n{summary}"
+    assert _read_core_pattern() == before, summary
+    assert M.mount_keys(M.host_mounts()) == host_mounts, f"the host's mounts changed\n{summary}"
+    entries = {n: os.readlink(devdir / n) if os.path.islink(devdir / n) else
+               (devdir / n).read_text() for n in ("console", "console-link")}
+    assert sorted(entries.values()) == sorted(["REGULAR\n", CORE_PATTERN]), entries
+    print(summary)
