@@ -54,8 +54,8 @@ class PlanApplier {
  private:
   // Opens `path` inside the root (O_PATH), creating what is missing as directories, and
   // the last component as an empty file when `as_file`. Each new component is made
-  // relative to its parent's descriptor, then reopened inside the root: a symlink
-  // planted meanwhile still resolves inside the root.
+  // relative to its parent's descriptor and opened from it; a symlink planted meanwhile
+  // still resolves inside the root.
   UniqueFd target(const std::string& path, bool create, bool as_file) {
     int err = 0;
     UniqueFd fd = sys::try_open_in_root(root_.get(), path, O_PATH, &err);
@@ -74,7 +74,12 @@ class PlanApplier {
       if (!next) {
         if (err != ENOENT) throw_errno(err, "open " + prefix + " inside the container root");
         make_entry(parent.get(), parts[i], leaf && as_file, prefix);
-        next = sys::open_in_root(root_.get(), prefix, O_PATH);
+        // What was just made, from its parent's descriptor and following no link: a
+        // directory above swapped for a symlink meanwhile (a shared volume's, raced)
+        // does not make it vanish. Should the entry itself have been swapped, the path
+        // is resolved inside the root once more, which is safe either way.
+        next = sys::try_open_entry(parent.get(), parts[i], O_PATH, &err);
+        if (!next) next = sys::open_in_root(root_.get(), prefix, O_PATH);
       }
       parent = std::move(next);
     }

@@ -263,6 +263,15 @@ UniqueFd try_open_in_root(int root_fd, const std::string& path, int flags, int* 
   return UniqueFd(fd < 0 ? -1 : static_cast<int>(fd));
 }
 
+UniqueFd try_open_entry(int dir_fd, const std::string& name, int flags, int* err) {
+  struct open_how how {};
+  how.flags = static_cast<unsigned long long>(flags | O_CLOEXEC);
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  long fd = ::syscall(SYS_openat2, dir_fd, name.c_str(), &how, sizeof how);
+  *err = fd < 0 ? errno : 0;
+  return UniqueFd(fd < 0 ? -1 : static_cast<int>(fd));
+}
+
 UniqueFd open_in_root(int root_fd, const std::string& path, int flags, mode_t mode) {
   long fd = openat2_in_root(root_fd, path, flags, mode);
   if (fd < 0) throw_errno("open " + path + " inside the container root");

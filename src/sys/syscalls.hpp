@@ -80,6 +80,10 @@ UniqueFd open_in_root(int root_fd, const std::string& path, int flags, mode_t mo
 // The same without an exception: an invalid UniqueFd and `*err` set to the errno, for
 // probes whose failure is an ordinary answer (a mount point still to be created).
 UniqueFd try_open_in_root(int root_fd, const std::string& path, int flags, int* err);
+// The entry `name` of the directory `dir_fd`, following no symlink at all (openat2
+// RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS): what mrun has just made there, or ELOOP/ENOENT
+// when someone swapped it meanwhile.
+UniqueFd try_open_entry(int dir_fd, const std::string& name, int flags, int* err);
 // "/proc/self/fd/N", the path form of an fd, for mount(2) targets.
 std::string fd_path(int fd);
 
