@@ -47,7 +47,7 @@ std::vector<Spec> load_specs(const std::vector<std::string>& dirs, const Logger&
   return specs;
 }
 
-void apply_edits(const ContainerEdits& edits, runtime::ContainerConfig& config) {
+void apply_edits(const ContainerEdits& edits, oci::RunRequest& config) {
   for (const auto& node : edits.device_nodes) {
     mount::DeviceSpec spec{node.host_path.value_or(node.path), node.path,
                            node.permissions.value_or("rwm")};
@@ -63,10 +63,10 @@ void apply_edits(const ContainerEdits& edits, runtime::ContainerConfig& config) 
                       std::to_string(node.minor.value_or(-1)),
                   ESTALE, "regenerate the spec (mrun cdi generate)");
     }
-    std::erase_if(config.devices, [&](const mount::DeviceSpec& d) {
+    std::erase_if(config.additions.devices, [&](const mount::DeviceSpec& d) {
       return d.container_path == spec.container_path;
     });
-    config.devices.push_back(spec);
+    config.additions.devices.push_back(spec);
   }
   for (const auto& m : edits.mounts) {
     if (!sys::exists(m.host_path)) {

@@ -9,7 +9,7 @@
 
 #include "base/log.hpp"
 #include "cdi/cdi_spec.hpp"
-#include "runtime/config.hpp"
+#include "oci/run_config.hpp"
 
 namespace mrun::cdi {
 
@@ -20,9 +20,10 @@ std::vector<std::string> default_spec_dirs();
 std::vector<Spec> load_specs(const std::vector<std::string>& dirs, const Logger& log);
 
 // Applies the edits the names stand for, the way --device, -v and -e do: device nodes
-// become config.devices (host path = hostPath or path; a node whose major:minor in the
+// become --device nodes (host path = hostPath or path; a node whose major:minor in the
 // spec differs from the host's is refused as stale), bind mounts become volumes
-// (read-only with "ro"), env entries replace or add variables.
-void apply_edits(const ContainerEdits& edits, runtime::ContainerConfig& config);
+// (read-only with "ro"), env entries replace or add variables. Before the request
+// becomes a config (oci/run_config.hpp).
+void apply_edits(const ContainerEdits& edits, oci::RunRequest& config);
 
 }  // namespace mrun::cdi

@@ -34,7 +34,7 @@ class CreateCommand : public Command {
     if (store.read(id_)) throw Error("container with given ID already exists: " + id_, EEXIST);
     auto config = config_from_bundle(bundle_, id_, ctx);
     apply_process_options(process_, config, true);
-    config.detach = true;
+    config.run.detach = true;
     return create_detached(config, ctx, pid_file_);
   }
 

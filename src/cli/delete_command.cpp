@@ -1,18 +1,7 @@
-// mrun delete [-f] NAME...   -- see mrun(1)
-#include <signal.h>
-
-#include <cerrno>
-#include <chrono>
-#include <thread>
-
+// mrun delete [-f] NAME...   -- see mrun(1), mrun-oci(1)
 #include "base/error.hpp"
-#include "base/log.hpp"
 #include "cli/command.hpp"
-#include "runtime/hooks.hpp"
-#include "runtime/launcher.hpp"
-#include "runtime/state.hpp"
-#include "sys/fs.hpp"
-#include "sys/syscalls.hpp"
+#include "runtime/lifecycle.hpp"
 
 namespace mrun::cli {
 
@@ -33,7 +22,7 @@ class DeleteCommand : public Command {
     int status = 0;
     for (const auto& name : names_) {
       try {
-        remove_one(ctx, name);
+        runtime::delete_container(ctx, name, force_);
       } catch (const Error& e) {
         ctx.log.error(e.what());
         status = exit_code::runtime_error;
@@ -43,64 +32,6 @@ class DeleteCommand : public Command {
   }
 
  private:
-  void remove_one(const runtime::Context& ctx, const std::string& name) {
-    runtime::StateStore store(ctx.state_root);
-    auto state = store.read(name);
-    if (!state && !sys::exists(store.dir_of(name))) {
-      if (force_) return;  // as runc: --force deletes what exists, and nothing is fine
-      throw Error("container does not exist: " + name, ENOENT, "see `mrun list`");
-    }
-    auto status = state ? runtime::effective_status(*state) : runtime::Status::stopped;
-    // As runc: a created container (its process never ran) is deleted without --force.
-    if (state && status != runtime::Status::stopped) {
-      if (!force_ && status != runtime::Status::created) {
-        throw Error("cannot delete container " + name +
-                        " that is not stopped: " + runtime::to_string(status),
-                    EBUSY, "stop it with `mrun kill " + name + "` or use `mrun delete -f`");
-      }
-      kill(*state);
-    }
-    // Also when it is stopped: an OCI-created container is reaped by the engine, which
-    // may delete it while mrun's monitor still cleans up after it.
-    if (state) wait_for_monitor(*state);
-    // poststop hooks, from the state dir, after the container is gone (the spec).
-    auto hooks_json = sys::read_file(store.dir_of(name) + "/hooks.json");
-    std::string state_json;
-    if (state) state_json = runtime::oci_state_json(*state, runtime::Status::stopped);
-    {
-      runtime::StateLock lock(store.root());
-      // Another delete may have won the race while we waited for the lock.
-      if (!sys::exists(store.dir_of(name))) {
-        if (force_) return;
-        throw Error("container does not exist: " + name, ENOENT);
-      }
-      runtime::remove_container(ctx, name);
-    }
-    if (hooks_json) {
-      try {
-        runtime::run_hooks(runtime::hooks_from_json(*hooks_json).poststop, "poststop", state_json);
-      } catch (const Error& e) {
-        ctx.log.warn(e.what());  // the spec: a poststop failure is a warning
-      }
-    }
-  }
-
-  static void kill(const runtime::ContainerState& state) {
-    if (runtime::process_alive(state.pid, state.pid_start)) {
-      UniqueFd pidfd = sys::pidfd_open(state.pid);
-      sys::pidfd_send_signal(pidfd.get(), SIGKILL);
-    }
-  }
-
-  // Gives its monitor a moment to record the exit and clean up, so we do not race it
-  // for the state directory.
-  static void wait_for_monitor(const runtime::ContainerState& state) {
-    for (int i = 0; i < 500 && runtime::process_alive(state.monitor_pid, state.monitor_start);
-         ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-  }
-
   std::vector<std::string> names_;
   bool force_ = false;
 };

@@ -7,6 +7,7 @@
 #include "oci/spec.hpp"
 #include "runtime/cloned_binary.hpp"
 #include "runtime/exec.hpp"
+#include "runtime/lifecycle.hpp"
 #include "runtime/state.hpp"
 #include "sys/fs.hpp"
 
@@ -70,7 +71,7 @@ class ExecCommand : public Command {
     std::vector<std::string> command(trailing_.begin() + 1, trailing_.end());
     auto ctx = runtime::make_context(global);
     runtime::StateStore store(ctx.state_root);
-    auto state = read_existing(store, id);
+    auto state = runtime::existing_container(store, id);
     // CVE-2019-5736 (runtime/cloned_binary.hpp): run from a sealed copy of mrun where
     // the container could write this binary, before reading anything that cannot be
     // read twice (--process /dev/stdin); the state was read, and is read again.

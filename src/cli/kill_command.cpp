@@ -4,9 +4,7 @@
 #include "base/error.hpp"
 #include "cli/command.hpp"
 #include "cli/signal_names.hpp"
-#include "runtime/processes.hpp"
-#include "runtime/state.hpp"
-#include "sys/syscalls.hpp"
+#include "runtime/lifecycle.hpp"
 
 namespace mrun::cli {
 
@@ -24,36 +22,11 @@ class KillCommand : public Command {
 
   int execute(const runtime::GlobalOptions& global) override {
     auto sig = parse_signal(signal_);
-    if (!sig)
+    if (!sig) {
       throw Error("unknown signal \"" + signal_ + "\"", EINVAL,
                   "use a name like TERM or KILL, or a number");
-    auto ctx = runtime::make_context(global);
-    runtime::StateStore store(ctx.state_root);
-    auto state = store.read(name_);
-    if (!state) throw Error("container does not exist: " + name_, ENOENT, "see `mrun list`");
-    // As runc: a created container (held before exec) can be signalled too.
-    auto status = runtime::effective_status(*state);
-    if (status != runtime::Status::running && status != runtime::Status::created) {
-      throw Error("container \"" + name_ + "\" is not running (container not running)", ESRCH);
     }
-    if (all_) {
-      // Each through its own pidfd: one that exits meanwhile is skipped, never a reused pid.
-      for (pid_t pid : runtime::container_processes(*state)) {
-        try {
-          UniqueFd fd = sys::pidfd_open(pid);
-          sys::pidfd_send_signal(fd.get(), *sig);
-        } catch (const Error&) {
-          // gone already
-        }
-      }
-      return 0;
-    }
-    // pidfd + start time: never signal a process that merely reused the pid.
-    UniqueFd pidfd = sys::pidfd_open(state->pid);
-    if (!runtime::process_alive(state->pid, state->pid_start) ||
-        !sys::pidfd_send_signal(pidfd.get(), *sig)) {
-      throw Error("container \"" + name_ + "\" is not running", ESRCH);
-    }
+    runtime::kill_container(runtime::make_context(global), name_, *sig, all_);
     return 0;
   }
 

@@ -24,7 +24,7 @@ runtime::ContainerConfig config_from_bundle(const std::string& bundle, const std
   }
   oci::Spec spec = oci::load_bundle(resolved);
   auto config = oci::to_container_config(spec, resolved, id, ::getuid(), ::getgid(), ctx.log);
-  if (ctx.cgroups_disabled) config.cgroups = runtime::CgroupsMode::disabled;
+  if (ctx.cgroups_disabled) config.run.cgroups = runtime::CgroupsMode::disabled;
   runtime::validate(config);
   return config;
 }
@@ -72,12 +72,6 @@ void apply_process_options(const ProcessOptions& options, runtime::ContainerConf
   }
   config.no_pivot = options.no_pivot;
   config.new_keyring = !options.no_new_keyring;
-}
-
-runtime::ContainerState read_existing(const runtime::StateStore& store, const std::string& id) {
-  auto state = store.read(id);
-  if (!state) throw Error("container does not exist: " + id, ENOENT, "see `mrun list`");
-  return *state;
 }
 
 }  // namespace mrun::cli

@@ -31,7 +31,4 @@ void add_process_options(CLI::App* app, ProcessOptions& options);
 void apply_process_options(const ProcessOptions& options, runtime::ContainerConfig& config,
                            bool detached);
 
-// The container's record, or runc's "container does not exist" error.
-runtime::ContainerState read_existing(const runtime::StateStore& store, const std::string& id);
-
 }  // namespace mrun::cli

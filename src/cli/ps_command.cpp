@@ -8,6 +8,7 @@
 #include "base/error.hpp"
 #include "cli/command.hpp"
 #include "cli/oci_bundle.hpp"
+#include "runtime/lifecycle.hpp"
 #include "runtime/processes.hpp"
 #include "runtime/state.hpp"
 #include "sys/fs.hpp"
@@ -38,7 +39,7 @@ class PsCommand : public Command {
   int execute(const runtime::GlobalOptions& global) override {
     auto ctx = runtime::make_context(global);
     runtime::StateStore store(ctx.state_root);
-    auto state = read_existing(store, id_);
+    auto state = runtime::existing_container(store, id_);
     auto pids = runtime::container_processes(state);
     if (format_ == "json") {
       std::cout << nlohmann::json(pids).dump() << std::endl;
@@ -69,7 +70,7 @@ class FreezeCommand : public Command {
     auto ctx = runtime::make_context(global);
     runtime::StateStore store(ctx.state_root);
     runtime::StateLock lock(store.root());
-    auto state = read_existing(store, id_);
+    auto state = runtime::existing_container(store, id_);
     if (runtime::effective_status(state) != runtime::Status::running) {
       throw Error("container " + id_ + " is not running", 0);
     }

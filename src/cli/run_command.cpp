@@ -18,8 +18,12 @@
 #include "mount/busybox_rootfs.hpp"
 #include "mount/mount_plan.hpp"
 #include "net/publish_spec.hpp"
+#include "oci/run_config.hpp"
 #include "runtime/launcher.hpp"
+#include "runtime/privilege.hpp"
+#include "security/security_plan.hpp"
 #include "sys/fs.hpp"
+#include "userns/caller.hpp"
 
 namespace mrun::cli {
 
@@ -254,6 +258,8 @@ class RunCommand : public Command {
                     "auto|required|off: the cgroup device filter (default auto)")
         ->check(CLI::IsMember({"auto", "required", "off"}));
     run->add_option("--bundle", options_.bundle, "run the OCI bundle DIR; the argument is the ID");
+    run->add_flag("--print-config", print_config_,
+                  "print the runtime-spec config.json these flags build, and run nothing");
     add_process_options(run, process_);
     // ROOTFS, "--" and the command are taken verbatim: options after ROOTFS belong
     // to the command.
@@ -265,13 +271,22 @@ class RunCommand : public Command {
 
   int execute(const runtime::GlobalOptions& global) override {
     runtime::Context ctx = runtime::make_context(global);
-    // --bundle: config.json, not the flags, says what to run (mrun-oci(1)); the same
-    // launcher runs it.
-    runtime::ContainerConfig config =
-        options_.bundle.empty() ? build_config(ctx) : bundle_config(ctx);
+    // --bundle: config.json, not the flags, says what to run (mrun-oci(1)); without it
+    // the flags build such a config (oci/run_config.hpp). Either way the same
+    // conversion and the same launcher run it.
+    runtime::ContainerConfig config;
     if (!options_.bundle.empty()) {
-      apply_process_options(process_, config, config.detach);
+      config = bundle_config(ctx);
+      apply_process_options(process_, config, config.run.detach);
     } else {
+      oci::RunConfig built = oci::build_run_config(build_request(ctx), run_policy());
+      if (print_config_) {
+        std::cout << oci::to_json(built.spec).dump(2) << "\n";
+        return 0;
+      }
+      config = oci::to_container_config(built.spec, {}, name_, ::getuid(), ::getgid(), ctx.log,
+                                        built.additions);
+      runtime::validate(config);
       if (!process_.console_socket.empty() && !config.tty) {
         throw Error("--console-socket needs a terminal", EINVAL, "add -t");
       }
@@ -280,7 +295,7 @@ class RunCommand : public Command {
       config.no_pivot = process_.no_pivot;
       config.new_keyring = !process_.no_new_keyring;
     }
-    if (config.detach) return run_detached(config, ctx);
+    if (config.run.detach) return run_detached(config, ctx);
     return runtime::run_container(config, ctx);
   }
 
@@ -290,13 +305,25 @@ class RunCommand : public Command {
       throw Error("mrun run --bundle DIR takes exactly one argument, the container ID", EINVAL);
     }
     auto config = config_from_bundle(options_.bundle, trailing_[0], ctx);
-    config.detach = options_.detach;
-    config.remove_on_exit = options_.remove;
-    config.device_filter = *runtime::parse_device_filter_mode(options_.device_filter);
+    config.run.detach = options_.detach;
+    config.run.remove_on_exit = options_.remove;
+    config.run.device_filter = *runtime::parse_device_filter_mode(options_.device_filter);
     return config;
   }
 
-  runtime::ContainerConfig build_config(const runtime::Context& ctx) {
+  // What the config's capability sets start from: caps.conf (or $MRUN_POLICY_DIR's).
+  oci::RunPolicy run_policy() const {
+    oci::RunPolicy policy;
+    const security::PolicyText text = security::default_policy();
+    policy.default_caps = security::parse_caps_conf(text.caps_conf, text.caps_origin);
+    policy.all_caps = security::all_capabilities(security::kernel_last_capability());
+    policy.rootful =
+        runtime::privilege_model_for(::getuid(), nullptr, userns::in_initial_user_namespace())
+            .rootful;
+    return policy;
+  }
+
+  oci::RunRequest build_request(const runtime::Context& ctx) {
     const std::vector<std::string>& rest = trailing_;
     std::string rootfs;
     std::vector<std::string> command;
@@ -305,11 +332,12 @@ class RunCommand : public Command {
     if (i < rest.size() && rest[i] == "--") ++i;
     command.assign(rest.begin() + static_cast<std::ptrdiff_t>(i), rest.end());
 
-    runtime::ContainerConfig config;
+    oci::RunRequest config;
     config.rootfs =
         rootfs.empty() ? mount::default_rootfs(ctx.data_root) : absolute_path(rootfs, "rootfs");
     config.args = command.empty() ? std::vector<std::string>{"/bin/sh"} : command;
     config.name = options_.name.empty() ? random_name() : options_.name;
+    name_ = config.name;
     config.hostname = options_.hostname.empty() ? config.name : options_.hostname;
     config.workdir = options_.workdir;
     if (!options_.user.empty()) config.user = parse_user(options_.user);
@@ -320,17 +348,25 @@ class RunCommand : public Command {
           {absolute_path(volume.source, "volume source"), volume.destination, volume.read_only});
     }
     config.read_only = options_.read_only;
-    config.overlay = *runtime::parse_overlay_mode(options_.overlay);
-    config.userns = options_.userns == "single"    ? runtime::UsernsMode::single
-                    : options_.userns == "private" ? runtime::UsernsMode::private_namespace
-                                                   : runtime::UsernsMode::automatic;
-    config.network = choose_network(options_.network, ctx);
-    for (const auto& spec : options_.publish) config.publish.push_back(net::parse_publish(spec));
-    config.allow_host_loopback = options_.allow_host_loopback;
-    config.init = options_.init;
     config.tty = options_.tty;
-    config.detach = options_.detach;
-    config.remove_on_exit = options_.remove;
+    config.network = choose_network(options_.network, ctx);
+    runtime::RunAdditions& run = config.additions;
+    run.overlay = *runtime::parse_overlay_mode(options_.overlay);
+    run.userns = options_.userns == "single"    ? runtime::UsernsMode::single
+                 : options_.userns == "private" ? runtime::UsernsMode::private_namespace
+                                                : runtime::UsernsMode::automatic;
+    for (const auto& spec : options_.publish) run.publish.push_back(net::parse_publish(spec));
+    run.allow_host_loopback = options_.allow_host_loopback;
+    if (!runtime::uses_network_helper(config.network) &&
+        (!run.publish.empty() || run.allow_host_loopback)) {
+      throw Error(std::string(run.publish.empty() ? "--allow-host-loopback" : "--publish") +
+                      " needs --network=slirp4netns or --network=pasta, not --network=" +
+                      runtime::to_string(config.network),
+                  EINVAL, "drop it, or choose --network=slirp4netns or --network=pasta");
+    }
+    run.init = options_.init;
+    run.detach = options_.detach;
+    run.remove_on_exit = options_.remove;
     for (const auto& opt : options_.security_opts)
       security::apply_security_opt(config.security, opt);
     // podman accepts comma-separated lists: --cap-add NET_ADMIN,SYS_TIME.
@@ -342,24 +378,24 @@ class RunCommand : public Command {
     }
     config.security.privileged = options_.privileged;
     config.resources = parse_limits(options_);
-    config.cgroups = options_.cgroups == "disabled" ? runtime::CgroupsMode::disabled
-                                                    : runtime::CgroupsMode::enabled;
-    config.cgroup_parent = options_.cgroup_parent;
+    run.cgroups = options_.cgroups == "disabled" ? runtime::CgroupsMode::disabled
+                                                 : runtime::CgroupsMode::enabled;
+    run.cgroup_parent = options_.cgroup_parent;
     std::vector<cdi::QualifiedName> cdi_devices;
     for (const auto& spec : options_.devices) {
       if (auto name = cdi::parse_qualified_name(spec)) {
         cdi_devices.push_back(*name);
       } else {
-        config.devices.push_back(mount::parse_device(spec));
+        run.devices.push_back(mount::parse_device(spec));
       }
     }
     if (!cdi_devices.empty()) {
-      // CDI names end as --device, -v and -e entries: the same path into the launcher.
+      // CDI names end as --device, -v and -e entries: the same path into the config.
       auto dirs =
           options_.cdi_spec_dirs.empty() ? cdi::default_spec_dirs() : options_.cdi_spec_dirs;
       cdi::apply_edits(cdi::resolve(cdi::load_specs(dirs, ctx.log), cdi_devices), config);
     }
-    if (!options_.gpu.empty()) config.gpu = mount::parse_gpu(options_.gpu);
+    if (!options_.gpu.empty()) run.gpu = mount::parse_gpu(options_.gpu);
     config.keep_groups = options_.keep_groups;
     for (const auto& group : options_.group_add) {
       if (group == "keep-groups") {
@@ -377,8 +413,7 @@ class RunCommand : public Command {
       throw Error("--group-add GID cannot be combined with keep-groups", EINVAL,
                   "the caller's groups are kept as they are then (as podman refuses it)");
     }
-    config.device_filter = *runtime::parse_device_filter_mode(options_.device_filter);
-    runtime::validate(config);
+    run.device_filter = *runtime::parse_device_filter_mode(options_.device_filter);
     return config;
   }
 
@@ -408,6 +443,8 @@ class RunCommand : public Command {
 
   RunOptions options_;
   ProcessOptions process_;
+  bool print_config_ = false;
+  std::string name_;
   std::vector<std::string> trailing_;
   CLI::App* run_ = nullptr;
 };

@@ -3,6 +3,7 @@
 
 #include "cli/command.hpp"
 #include "cli/oci_bundle.hpp"
+#include "runtime/lifecycle.hpp"
 #include "runtime/state.hpp"
 
 namespace mrun::cli {
@@ -21,7 +22,7 @@ class StateCommand : public Command {
   int execute(const runtime::GlobalOptions& global) override {
     auto ctx = runtime::make_context(global);
     runtime::StateStore store(ctx.state_root);
-    auto state = read_existing(store, id_);
+    auto state = runtime::existing_container(store, id_);
     std::cout << runtime::oci_state_json(state, runtime::effective_status(state), 2) << std::endl;
     return 0;
   }

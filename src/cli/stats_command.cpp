@@ -7,6 +7,7 @@
 #include "base/error.hpp"
 #include "cgroup/cgroup.hpp"
 #include "cli/command.hpp"
+#include "runtime/lifecycle.hpp"
 #include "runtime/state.hpp"
 #include "sys/fs.hpp"
 
@@ -44,10 +45,7 @@ class StatsCommand : public Command {
   int execute(const runtime::GlobalOptions& global) override {
     auto ctx = runtime::make_context(global);
     runtime::StateStore store(ctx.state_root);
-    auto state = store.read(name_);
-    if (!state) {
-      throw Error("container does not exist: " + name_, ENOENT, "see `mrun list`");
-    }
+    auto state = std::optional<runtime::ContainerState>(runtime::existing_container(store, name_));
     if (runtime::effective_status(*state) != runtime::Status::running) {
       throw Error("container \"" + name_ + "\" is not running", 0,
                   "stats come from its cgroup, which is removed when it exits");

@@ -165,10 +165,9 @@ std::vector<MountStep> plan_config_mounts(const ConfigMountInput& input) {
     MountOptions o = parse_mount_options(m.options, what);
     if (m.type == "bind" || o.bind) {
       if (m.destination == "/dev") dev_is_bind = true;
-      if (m.destination == "/proc" || starts_with(m.destination, "/proc/")) {
-        // The check `mrun run -v` has (CVE-2019-16884); lxcfs-style files pass.
-        check_volume_destination({m.source, m.destination, false, false});
-      }
+      // CVE-2019-16884: no bind over the container's /proc ("/proc", "//proc",
+      // "/tmp/../proc" alike); lxcfs-style files pass.
+      check_volume_destination({m.source, m.destination, false, false});
       MountStep step;
       step.kind = StepKind::bind;
       step.source = m.source;
@@ -213,6 +212,8 @@ std::vector<MountStep> plan_config_mounts(const ConfigMountInput& input) {
     plan.push_back(step);
   }
 
+  plan.insert(plan.end(), input.injected.begin(), input.injected.end());
+
   // What runc and crun add to every container: the default nodes in /dev (unless the
   // config binds a /dev of its own) and the links a process expects there.
   if (!dev_is_bind) {
@@ -243,6 +244,22 @@ std::vector<MountStep> plan_config_mounts(const ConfigMountInput& input) {
     plan.push_back(step);
   }
   return plan;
+}
+
+void drop_unmapped_devpts_gid(std::vector<MountStep>& plan,
+                              const std::function<bool(std::uint32_t gid)>& mapped) {
+  for (auto& step : plan) {
+    if (step.kind != StepKind::filesystem || step.fstype != "devpts") continue;
+    std::vector<std::string> kept;
+    for (const auto& option : split(step.data, ',')) {
+      if (starts_with(option, "gid=")) {
+        auto gid = parse_u64(option.substr(4));
+        if (gid && *gid <= 0xffffffffULL && !mapped(static_cast<std::uint32_t>(*gid))) continue;
+      }
+      kept.push_back(option);
+    }
+    step.data = join(kept, ",");
+  }
 }
 
 }  // namespace mrun::mount

@@ -1,10 +1,12 @@
-// An OCI config's mount table (config.json `mounts`, linux.maskedPaths,
-// linux.readonlyPaths, rootfsPropagation) as mrun's mount plan, in the config's order:
-// the engine decides what the container sees, mrun adds only what runc and crun add
-// (the default /dev nodes and links). Pure: unit tested without privilege.
+// A container's mount table (config.json `mounts`, linux.maskedPaths,
+// linux.readonlyPaths, rootfsPropagation; an engine's, or the one `mrun run` builds,
+// oci/run_config.hpp) as mrun's mount plan, in the config's order: the config decides
+// what the container sees, mrun adds only what runc and crun add (the default /dev
+// nodes and links). Pure: unit tested without privilege.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -57,8 +59,17 @@ struct ConfigMountInput {
   // Likewise mqueue and the IPC namespace (a bind of the host's /dev/mqueue then).
   bool own_ipc_namespace = true;
   std::vector<MountStep> devices;  // linux.devices, after the default nodes
+  // Files bound in after the config's mounts (mrun run --gpu's user-space driver).
+  std::vector<MountStep> injected;
 };
 
 std::vector<MountStep> plan_config_mounts(const ConfigMountInput& input);
+
+// devpts' gid= names a group of the container's user namespace: where `mapped` says the
+// id map does not cover it (a single-ID rootless map holds gid 0 alone), the kernel
+// would refuse the mount, so the option is taken out and a pty's group is then its
+// creator's (crun does the same).
+void drop_unmapped_devpts_gid(std::vector<MountStep>& plan,
+                              const std::function<bool(std::uint32_t gid)>& mapped);
 
 }  // namespace mrun::mount

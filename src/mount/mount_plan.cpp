@@ -49,19 +49,6 @@ const std::vector<std::string>& default_read_only_paths() {
   return paths;
 }
 
-namespace {
-MountStep fs(std::string target, std::string fstype, unsigned long flags, std::string data) {
-  MountStep step;
-  step.kind = StepKind::filesystem;
-  step.target = std::move(target);
-  step.source = fstype;
-  step.fstype = std::move(fstype);
-  step.flags = flags;
-  step.data = std::move(data);
-  return step;
-}
-
-}  // namespace
 
 MountStep symlink_step(std::string target, std::string points_to) {
   MountStep step;
@@ -136,75 +123,6 @@ void check_volume_destination(const VolumeSpec& volume) {
       EINVAL,
       "mount it somewhere else; only lxcfs-style files (/proc/meminfo, /proc/cpuinfo, "
       "...) may be bound over /proc");
-}
-
-std::vector<MountStep> plan_container_mounts(const MountPlanInput& input) {
-  constexpr unsigned long secure = MS_NOSUID | MS_NODEV | MS_NOEXEC;
-  std::vector<MountStep> plan;
-
-  plan.push_back(fs("/proc", "proc", secure, ""));
-
-  // /dev: a small tmpfs holding only what a container needs. Rootless, nodes are
-  // bind-mounted from the host because mknod needs CAP_MKNOD in the initial user
-  // namespace and a tmpfs mounted in a user namespace is nodev anyway (the container's
-  // root cannot chmod them: the host's root owns them, unmapped). Rootful, they are new
-  // nodes of the container's own.
-  plan.push_back(fs("/dev", "tmpfs", MS_NOSUID | MS_STRICTATIME, "mode=755,size=65536k"));
-  add_default_device_nodes(plan, input.mknod_default_devices);
-  plan.insert(plan.end(), input.devices.begin(), input.devices.end());
-  std::string devpts_opts = "newinstance,ptmxmode=0666,mode=0620";
-  // gid=5 (tty) must exist in the namespace, or the kernel refuses the option.
-  if (!input.user_namespace || input.gid5_mapped) devpts_opts += ",gid=5";
-  plan.push_back(fs("/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, devpts_opts));
-  plan.push_back(symlink_step("/dev/ptmx", "pts/ptmx"));
-  plan.push_back(fs("/dev/shm", "tmpfs", secure, "mode=1777,size=65536k"));
-  plan.push_back(fs("/dev/mqueue", "mqueue", secure, ""));
-  plan.push_back(symlink_step("/dev/fd", "/proc/self/fd"));
-  plan.push_back(symlink_step("/dev/stdin", "/proc/self/fd/0"));
-  plan.push_back(symlink_step("/dev/stdout", "/proc/self/fd/1"));
-  plan.push_back(symlink_step("/dev/stderr", "/proc/self/fd/2"));
-  plan.push_back(symlink_step("/dev/core", "/proc/kcore"));
-
-  MountStep sys = fs("/sys", "sysfs", secure | MS_RDONLY, "");
-  if (!input.own_network_namespace) {
-    // sysfs may only be mounted by the owner of the network namespace.
-    sys.kind = StepKind::bind;
-    sys.source = "/sys";
-    sys.fstype.clear();
-    sys.flags = 0;
-    sys.recursive = true;
-    sys.read_only = true;
-  } else {
-    sys.fallback_bind = "/sys";
-  }
-  plan.push_back(sys);
-  if (input.cgroup_mount) {
-    // Read-only, as podman's default: the limits are the host's decision.
-    plan.push_back(fs("/sys/fs/cgroup", "cgroup2", secure | MS_RDONLY, ""));
-  }
-
-  add_masked_and_read_only(plan, default_masked_paths(), default_read_only_paths());
-
-  for (const auto& volume : input.volumes) {
-    check_volume_destination(volume);
-    MountStep bind;
-    bind.kind = StepKind::bind;
-    bind.source = volume.source;
-    bind.target = volume.destination;
-    bind.recursive = true;
-    bind.read_only = volume.read_only;
-    bind.target_is_file = volume.source_is_file;
-    plan.push_back(bind);
-  }
-  plan.insert(plan.end(), input.injected.begin(), input.injected.end());
-
-  if (input.read_only_root) {
-    MountStep ro;
-    ro.kind = StepKind::root_read_only;
-    ro.target = "/";
-    plan.push_back(ro);
-  }
-  return plan;
 }
 
 VolumeSpec parse_volume(const std::string& spec) {

@@ -1,6 +1,7 @@
-// The container's mount table as data. `plan_container_mounts` is pure (unit tested
-// without privilege); `apply_mount_plan` (mount_apply.hpp) carries it out inside the
-// new root. Targets are container paths, resolved under the new root at apply time.
+// The container's mount table as data: the steps, and the pieces every plan shares.
+// `plan_config_mounts` (config_mounts.hpp) makes the plan from a config, purely (unit
+// tested without privilege); `apply_mount_plan` (mount_apply.hpp) carries it out inside
+// the new root. Targets are container paths, resolved under the new root at apply time.
 #pragma once
 
 #include <sys/types.h>
@@ -62,25 +63,6 @@ struct VolumeSpec {
   bool source_is_file = false;
 };
 
-struct MountPlanInput {
-  bool user_namespace = true;  // devpts gid=5 only when gid 5 is mapped
-  bool gid5_mapped = true;
-  bool own_network_namespace = true;  // fresh sysfs allowed
-  bool read_only_root = false;
-  // Rootful in the host's user namespace: the default nodes are made by mknod in the
-  // container's own /dev (as runc and crun do), not bound from the host's /dev, where
-  // the container's CAP_CHOWN and CAP_FOWNER would change the host's inodes.
-  bool mknod_default_devices = false;
-  // The container has a cgroup v2 leaf and a cgroup namespace rooted at it: a fresh
-  // cgroup2 at /sys/fs/cgroup then shows the leaf alone, not the host's tree.
-  bool cgroup_mount = false;
-  std::vector<VolumeSpec> volumes;
-  // --device and --gpu (mount/devices.hpp): nodes right after the default ones in
-  // /dev, injected user-space files after the volumes.
-  std::vector<MountStep> devices;
-  std::vector<MountStep> injected;
-};
-
 // The device nodes every container gets: bound from the host's /dev rootless (mknod
 // needs CAP_MKNOD in the initial user namespace), made by mknod rootful.
 const std::vector<std::string>& default_device_nodes();
@@ -99,8 +81,7 @@ MountStep symlink_step(std::string target, std::string points_to);
 const std::vector<std::string>& default_masked_paths();
 const std::vector<std::string>& default_read_only_paths();
 
-// Throws mrun::Error (with the fix) for a volume the plan refuses: one over /proc.
-std::vector<MountStep> plan_container_mounts(const MountPlanInput& input);
+// Throws mrun::Error (with the fix) for a bind the plan refuses: one over /proc.
 void check_volume_destination(const VolumeSpec& volume);
 
 // "SRC:DST[:ro|rw]" -> VolumeSpec; throws mrun::Error naming the spec and the fix.

@@ -544,7 +544,7 @@ void convert_mounts(const Spec& spec, const std::string& bundle, runtime::Contai
     }
   }
   table.read_only_root = c.read_only;
-  c.config_mounts = std::move(table);
+  c.mounts = std::move(table);
 }
 
 void convert_namespaces(const Linux& l, std::uint32_t uid, std::uint32_t gid,
@@ -572,6 +572,16 @@ void convert_namespaces(const Linux& l, std::uint32_t uid, std::uint32_t gid,
   c.network = c.namespaces.network.source == runtime::NamespaceSource::callers
                   ? runtime::NetworkMode::host
                   : runtime::NetworkMode::none;
+  if (runtime::uses_network_helper(c.run.network_helper)) {
+    // mrun run's slirp4netns or pasta connects a network namespace of the container's
+    // own: one the config makes, never the host's or a joined one.
+    if (c.namespaces.network.source != runtime::NamespaceSource::fresh) {
+      throw bad("linux.namespaces (network)", "--network " +
+                                                  runtime::to_string(c.run.network_helper) +
+                                                  " needs a new network namespace");
+    }
+    c.network = c.run.network_helper;
+  }
   if (c.namespaces.network.source == runtime::NamespaceSource::callers) {
     c.namespaces.network = {};  // NetworkMode::host says it
   }
@@ -656,6 +666,9 @@ void convert_devices(const json& devices, runtime::ContainerConfig& c) {
 void convert_resources(const json& r, runtime::ContainerConfig& c, const Logger& log) {
   auto parsed = parse_resources(r, "config.json");
   c.resources = std::move(parsed.resources);
+  // mrun run's --memory, --memory-swap, --pids-limit and --cpus wrote them.
+  c.resources.named_by_flags = c.run.resources_from_flags;
+  c.resources.memory.swap_implied = c.run.swap_implied;
   if (parsed.device_rules) c.device_rules = std::move(*parsed.device_rules);
   for (const auto& line : c.resources.ignored) log.warn("config.json: " + line);
   for (const auto& field : parsed.unknown) {
@@ -742,10 +755,12 @@ std::string cgroup_parent_from_path(const std::string& path) {
 
 runtime::ContainerConfig to_container_config(const Spec& spec, const std::string& bundle,
                                              const std::string& id, std::uint32_t uid,
-                                             std::uint32_t gid, const Logger& log) {
+                                             std::uint32_t gid, const Logger& log,
+                                             const runtime::RunAdditions& additions) {
   runtime::ContainerConfig c;
   c.name = id;
   c.bundle = bundle;
+  c.run = additions;
   if (spec.annotations) c.annotations = *spec.annotations;
   if (!spec.process) throw unsupported("process", "a container without a process");
   const Process& p = *spec.process;
@@ -763,6 +778,7 @@ runtime::ContainerConfig to_container_config(const Spec& spec, const std::string
   // container's process itself (runtime/become_command.hpp), never to mrun.
   auto settings = convert_process_settings(p);
   c.user = settings.user;
+  c.user.gid_from_image = additions.gid_from_image;
   c.umask = settings.umask;
   c.rlimits = settings.rlimits;
   c.oom_score_adj = settings.oom_score_adj;
@@ -771,11 +787,12 @@ runtime::ContainerConfig to_container_config(const Spec& spec, const std::string
   // The spec's defaults, not mrun run's: no capability set means none, no
   // noNewPrivileges means false, no linux.seccomp means no filter.
   convert_process_security(p, c.security);
+  c.security.privileged = additions.privileged;
 
   c.rootfs = spec.root->path[0] == '/' ? spec.root->path : bundle + "/" + spec.root->path;
   c.read_only = spec.root->readonly.value_or(false);
-  // The engine owns the rootfs (its snapshot): used as it is, writes land in it.
-  c.overlay = runtime::OverlayMode::none;
+  // An engine's rootfs (its snapshot) is used as it is, writes land in it
+  // (c.run.overlay none); mrun run lays its overlay over an image directory.
   c.hostname = spec.hostname.value_or("");
   c.domainname = spec.domainname.value_or("");
   convert_mounts(spec, bundle, c);
@@ -805,13 +822,14 @@ runtime::ContainerConfig to_container_config(const Spec& spec, const std::string
   }
   convert_namespaces(l, uid, gid, c, log);
   if (l.devices) convert_devices(*l.devices, c);
+  c.devices.insert(c.devices.end(), additions.devices.begin(), additions.devices.end());
   if (l.resources) convert_resources(*l.resources, c, log);
   if (l.cgroups_path && !l.cgroups_path->empty()) {
     // Rootless, mrun's leaf goes where it can move the container: its delegated subtree.
     if (uid == 0) {
-      c.cgroup_parent = cgroup_parent_from_path(*l.cgroups_path);
+      c.run.cgroup_parent = cgroup_parent_from_path(*l.cgroups_path);
       log.debug("oci: linux.cgroupsPath " + *l.cgroups_path + ": leaf mrun-" + id + " under " +
-                (c.cgroup_parent.empty() ? "the default parent" : c.cgroup_parent));
+                (c.run.cgroup_parent.empty() ? "the default parent" : c.run.cgroup_parent));
     } else {
       log.debug("oci: linux.cgroupsPath " + *l.cgroups_path + " not used rootless");
     }
@@ -835,7 +853,10 @@ runtime::ContainerConfig to_container_config(const Spec& spec, const std::string
     c.security.seccomp = security::SeccompMode::file;
     c.security.seccomp_profile_json = l.seccomp->dump();
   } else {
-    c.security.seccomp = security::SeccompMode::unconfined;
+    // An OCI config without linux.seccomp: no filter; mrun run: its default profile or
+    // the --security-opt file.
+    c.security.seccomp = additions.seccomp;
+    c.security.seccomp_profile = additions.seccomp_profile;
   }
   return c;
 }

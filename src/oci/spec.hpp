@@ -137,9 +137,11 @@ Spec load_bundle(const std::string& bundle);
 // the property (exit 125); labels (apparmor, selinux) are accepted and reported under
 // --debug, as the issue asks. `uid`/`gid` are the caller's (the id maps must agree with
 // them). linux.seccomp travels as text in the security options (nothing is written).
+// `additions`: what mrun run adds (runtime::RunAdditions); a bundle has none.
 runtime::ContainerConfig to_container_config(const Spec& spec, const std::string& bundle,
                                              const std::string& id, std::uint32_t uid,
-                                             std::uint32_t gid, const Logger& log);
+                                             std::uint32_t gid, const Logger& log,
+                                             const runtime::RunAdditions& additions = {});
 
 // A process object alone (`mrun exec --process FILE`, runc's process.json): parsed and
 // type-checked as config.json's, args non-empty, cwd absolute when given. Errors start

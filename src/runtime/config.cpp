@@ -130,23 +130,16 @@ void validate(const ContainerConfig& config) {
   if (config.hostname.size() > 64) {
     throw Error("hostname \"" + config.hostname + "\" is longer than 64 characters", EINVAL);
   }
-  for (const auto& v : config.volumes) {
-    if (v.source.empty() || v.source.front() != '/' || v.destination.empty() ||
-        v.destination.front() != '/') {
-      throw Error("volume " + v.source + ":" + v.destination + ": both paths must be absolute",
-                  EINVAL);
-    }
-  }
   if (!uses_network_helper(config.network) &&
-      (!config.publish.empty() || config.allow_host_loopback)) {
-    throw Error(std::string(config.publish.empty() ? "--allow-host-loopback" : "--publish") +
+      (!config.run.publish.empty() || config.run.allow_host_loopback)) {
+    throw Error(std::string(config.run.publish.empty() ? "--allow-host-loopback" : "--publish") +
                     " needs --network=slirp4netns or --network=pasta, not --network=" +
                     to_string(config.network),
                 EINVAL, "drop it, or choose --network=slirp4netns or --network=pasta");
   }
   validate_process_limits(config.rlimits, config.oom_score_adj);
   // With --console-socket the pty goes to whoever listens there; else nobody would have it.
-  if (config.tty && config.detach && config.console_socket.empty()) {
+  if (config.tty && config.run.detach && config.console_socket.empty()) {
     throw Error("--tty cannot be combined with --detach", EINVAL,
                 "there is no attach command yet; drop -t or -d, or give --console-socket");
   }

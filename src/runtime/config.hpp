@@ -1,5 +1,8 @@
-// What the user asked for, as typed data. The CLI fills it; the launcher consumes it.
-// (The OCI config.json reader will produce the same struct: one path, not two.)
+// A container as the launcher runs it: the runtime-spec config (config.json's
+// structure), typed and resolved (src/oci/spec.hpp's to_container_config), plus what
+// `mrun run` adds that the spec has no field for (RunAdditions). There is one way in:
+// an OCI bundle's config.json, or the config `mrun run` builds from its flags
+// (src/oci/run_config.hpp), both converted by the same code (DESIGN.md, "One model").
 #pragma once
 
 #include <sys/types.h>
@@ -80,57 +83,91 @@ struct NamespaceRequests {
   NamespaceRequest pid, ipc, uts, network, cgroup;
 };
 
-struct ContainerConfig {
-  std::string name;
-  std::string rootfs;             // absolute; the lower layer, never written (except overlay=none)
-  std::vector<std::string> args;  // the command
-  std::vector<std::string> env;   // KEY=VALUE, final
-  std::string workdir = "/";
-  UserSpec user;
-  std::string hostname;    // empty: left as the UTS namespace has it (runc's rule)
-  std::string domainname;  // empty: likewise
-  NamespaceRequests namespaces;
-  std::vector<Volume> volumes;
-  // An OCI config's mount table (mounts, maskedPaths, readonlyPaths,
-  // rootfsPropagation), honoured as given instead of mrun run's own /proc, /dev, /sys
-  // and lists; the launcher fills in the host's side (mknod, linux.devices).
-  std::optional<mount::ConfigMountInput> config_mounts;
-  bool read_only = false;
-  OverlayMode overlay = OverlayMode::automatic;
+// What `mrun run` adds to the runtime-spec config it builds from its flags: everything
+// the spec has no field for. An OCI bundle has none of it (RunAdditions{}, the
+// defaults below): the engine owns the rootfs, the network and the storage, and its
+// config.json says all the rest.
+struct RunAdditions {
+  // The image directory (root.path) as the lower layer of an overlay whose upper lives
+  // in mrun's storage; none: root.path itself takes the writes (an engine's rootfs).
+  OverlayMode overlay = OverlayMode::none;
   UsernsMode userns = UsernsMode::automatic;
-  NetworkMode network = NetworkMode::none;
+  // slirp4netns or pasta, run by mrun for the container's network namespace; none:
+  // the config's network namespace as it is.
+  NetworkMode network_helper = NetworkMode::none;
   std::vector<net::PublishSpec> publish;  // -p; needs slirp4netns or pasta
   bool allow_host_loopback = false;       // 10.0.2.2 reaches the host's 127.0.0.1
-  bool init = false;
-  bool tty = false;
+  bool init = false;                      // --init: mrun's reaper as PID 1
   bool detach = false;
-  bool remove_on_exit = false;
-  security::SecurityOptions security;  // --security-opt, --cap-add/--cap-drop, --privileged
-  // linux.resources (cgroup/resources.hpp); mrun run's --memory, --memory-swap,
-  // --pids-limit and --cpus become these too (cgroup::to_resources).
-  cgroup::Resources resources;
+  bool remove_on_exit = false;  // --rm
   CgroupsMode cgroups = CgroupsMode::enabled;
-  std::string cgroup_parent;  // --cgroup-parent, relative to the cgroup2 root; empty: default
-  std::vector<mount::DeviceSpec> devices;  // --device
-  std::optional<mount::GpuRequest> gpu;    // --gpu: the fakegpu nodes and user-space driver
-  bool keep_groups = false;                // --keep-groups: no setgroups(0, NULL)
-  // linux.sysctl of an OCI bundle: namespaced sysctls only (net.* with a network
-  // namespace of its own; kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*), written
-  // by the container's init once its namespaces exist.
+  std::string cgroup_parent;  // --cgroup-parent, relative to the cgroup2 root
+  // --device HOST[:CTR][:rwm] and CDI device nodes: a host node each (joined to
+  // linux.devices' in ContainerConfig::devices).
+  std::vector<mount::DeviceSpec> devices;
+  std::optional<mount::GpuRequest> gpu;  // --gpu: the fakegpu nodes and user-space driver
+  DeviceFilterMode device_filter = DeviceFilterMode::automatic;  // --device-filter
+  // -u UID without a GID (UserSpec::gid_from_image).
+  bool gid_from_image = false;
+  // Without linux.seccomp in the config: mrun run's default profile (automatic), the
+  // file of --security-opt seccomp=PATH (file: compiled from it, so messages name it),
+  // or no filter (unconfined: what an OCI config without the field means).
+  security::SeccompMode seccomp = security::SeccompMode::unconfined;
+  std::string seccomp_profile;
+  // --privileged: the config lists every capability; those the setup process does not
+  // hold itself are left out instead of failing, and every device is allowed.
+  bool privileged = false;
+  // linux.resources came from --memory and friends: messages name the flags, and the
+  // swap --memory implies is left out where the kernel has no swap accounting.
+  bool resources_from_flags = false;
+  bool swap_implied = false;
+};
+
+struct ContainerConfig {
+  std::string name;               // the container's id
+  std::string rootfs;             // root.path, absolute
+  std::vector<std::string> args;  // process.args
+  std::vector<std::string> env;   // process.env: KEY=VALUE, final
+  std::string workdir = "/";      // process.cwd
+  UserSpec user;                  // process.user
+  std::string hostname;           // empty: left as the UTS namespace has it (runc's rule)
+  std::string domainname;         // empty: likewise
+  NamespaceRequests namespaces;   // linux.namespaces
+  // mounts, linux.maskedPaths, linux.readonlyPaths, linux.rootfsPropagation and
+  // root.readonly, honoured as given (mount/config_mounts.hpp); the launcher fills in
+  // the host's side (mknod or binds, linux.devices).
+  mount::ConfigMountInput mounts;
+  bool read_only = false;  // root.readonly
+  // none: a network namespace without a helper (new, or joined by path); host: the
+  // caller's (no network entry in linux.namespaces); slirp4netns/pasta: a new one
+  // connected by that helper (RunAdditions::network_helper).
+  NetworkMode network = NetworkMode::none;
+  bool tty = false;  // process.terminal
+  // process.noNewPrivileges, process.capabilities, linux.seccomp (or mrun run's).
+  security::SecurityOptions security;
+  // linux.resources (cgroup/resources.hpp).
+  cgroup::Resources resources;
+  // linux.devices (the host's node at the same path, as runc and crun take it) and
+  // mrun run's --device nodes: mknod'ed rootful, bound rootless.
+  std::vector<mount::DeviceSpec> devices;
+  // Allow rules beyond the default set and the device nodes (linux.resources.devices).
+  std::vector<cgroup::DeviceRule> device_rules;
+  // linux.sysctl: namespaced sysctls only (net.* with a network namespace of its own;
+  // kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*), written by the container's
+  // init once its namespaces exist.
   std::map<std::string, std::string> sysctl;
   std::optional<mode_t> umask;  // process.user.umask; unset: inherited from mrun
   std::vector<Rlimit> rlimits;  // process.rlimits, applied in the container's process
   // process.oomScoreAdj, written to /proc/self/oom_score_adj by the container's
   // process; unset: inherited from mrun.
   std::optional<int> oom_score_adj;
-  DeviceFilterMode device_filter = DeviceFilterMode::automatic;  // --device-filter
-  // Allow rules beyond the default set and the --device/--gpu nodes (OCI
-  // linux.resources.devices).
-  std::vector<cgroup::DeviceRule> device_rules;
-  // From an OCI bundle (src/oci/): reported by `mrun state`, not acted on.
-  std::string bundle;  // absolute; empty: not run from a bundle
+  // annotations["run.oci.keep_original_groups"] = "1" (crun's), or --keep-groups: no
+  // setgroups(0, NULL).
+  bool keep_groups = false;
+  std::string bundle;  // absolute; empty: built by mrun run from its flags
   std::map<std::string, std::string> annotations;
-  Hooks hooks;  // config.json's hooks (runtime/hooks.hpp says when each stage runs)
+  Hooks hooks;       // config.json's hooks (runtime/hooks.hpp says when each stage runs)
+  RunAdditions run;  // mrun run's own; an OCI bundle's are the defaults
 
   // How the process is wired: the OCI verbs' options (mrun-oci(1)), not `mrun run` flags.
   // Inherited fds that become the command's 0, 1, 2 (create: the caller's own, so an

@@ -28,8 +28,8 @@ namespace mrun::runtime {
 
 namespace {
 
-void wait_for_id_maps(const SyncChannel& sync) {
-  sync.expect(SyncType::ids_mapped);
+void wait_for_id_maps(const ContainerEnd& sync) {
+  sync.expect(ToContainer::ids_mapped);
 }
 
 void drop_host_groups(const LaunchSpec& spec) {
@@ -56,7 +56,7 @@ void write_sysctls(const LaunchSpec& spec) {
   }
 }
 
-void mount_rootfs(const LaunchSpec& spec, const SyncChannel& sync) {
+void mount_rootfs(const LaunchSpec& spec, const ContainerEnd& sync) {
   const auto& layers = spec.layers;
   const bool in_userns = spec.privilege.new_user_namespace || spec.privilege.nested;
   switch (spec.overlay) {
@@ -75,15 +75,15 @@ void mount_rootfs(const LaunchSpec& spec, const SyncChannel& sync) {
         throw Error(failure, 0, "the kernel refused overlayfs here; retry with --overlay=fuse");
       }
       spec.log.debug("native overlay failed (" + failure + "); using fuse-overlayfs");
-      sync.send(SyncType::need_fuse, 0, failure);
+      sync.send(ToMonitor::need_fuse, 0, failure);
       break;
     }
     case OverlayMode::fuse:
-      sync.send(SyncType::need_fuse, 0, "requested with --overlay=fuse");
+      sync.send(ToMonitor::need_fuse, 0, "requested with --overlay=fuse");
       break;
   }
   auto reply = sync.receive();
-  if (!reply || reply->type != SyncType::fuse_ready) ::_exit(exit_code::runtime_error);
+  if (!reply || reply->type != ToContainer::fuse_ready) ::_exit(exit_code::runtime_error);
   // fuse-overlayfs serves the rootfs from this mount namespace using host paths. Our
   // pivot_root would move its root too (pivot_root re-roots every process of the
   // namespace whose root is the old one), so the container moves on to a copy of the
@@ -137,13 +137,13 @@ UniqueFd open_exec_fifo(const LaunchSpec& spec) {
 // process that will exec), before seccomp (which judges only the command).
 // startContainer hooks run between the open and the byte: a failing hook makes `mrun
 // start` fail (it sees the fifo closed without a byte), as the spec asks.
-void wait_for_start(const LaunchSpec& spec, const SyncChannel& sync, const UniqueFd& exec_fifo,
+void wait_for_start(const LaunchSpec& spec, const ContainerEnd& sync, const UniqueFd& exec_fifo,
                     const std::string& state_json) {
   if (!exec_fifo) {
     run_hooks(spec.config.hooks.start_container, "startContainer", state_json);
     return;
   }
-  sync.send(SyncType::created);
+  sync.send(ToMonitor::created);
   std::string path = "/proc/self/fd/" + std::to_string(exec_fifo.get());
   UniqueFd writer;
   do {
@@ -165,10 +165,10 @@ void attach_stdio(const LaunchSpec& spec) {
 // prestart/createRuntime by mrun (runtime namespaces), then createContainer here (the
 // container's namespaces, before pivot_root so that host paths resolve). Returns the
 // state JSON for startContainer; empty when there are no hooks before start.
-std::string run_create_hooks(const LaunchSpec& spec, const SyncChannel& sync) {
+std::string run_create_hooks(const LaunchSpec& spec, const ContainerEnd& sync) {
   if (!spec.config.hooks.any_before_start()) return {};
-  sync.send(SyncType::create_hooks);
-  auto reply = sync.expect(SyncType::hooks_done);
+  sync.send(ToMonitor::create_hooks);
+  auto reply = sync.expect(ToContainer::hooks_done);
   run_hooks(spec.config.hooks.create_container, "createContainer", reply.text);
   return reply.text;
 }
@@ -189,7 +189,7 @@ void join_new_keyring(const LaunchSpec& spec) {
 // The shared sequence of run and exec (runtime/become_command.hpp: user, groups,
 // rlimits, capabilities, seccomp last), with the container's own steps before the
 // filter: die with mrun once the credentials are final, and (OCI create) wait for start.
-[[noreturn]] void exec_command(const LaunchSpec& spec, const SyncChannel& sync,
+[[noreturn]] void exec_command(const LaunchSpec& spec, const ContainerEnd& sync,
                                const UniqueFd& parent_pidfd, const UniqueFd& exec_fifo,
                                const std::string& state_json) {
   const ContainerConfig& config = spec.config;
@@ -213,7 +213,7 @@ void join_new_keyring(const LaunchSpec& spec) {
 // command's seccomp filter): never is there a moment when the command runs beside an
 // unconfined, ptraceable PID 1. Non-dumpable is set before the fork, so that PID 1 is
 // never dumpable at all; the command's exec makes it dumpable again, as for any program.
-void become_reaper_and_fork_command(const LaunchSpec& spec, const SyncChannel& sync,
+void become_reaper_and_fork_command(const LaunchSpec& spec, const ContainerEnd& sync,
                                     const UniqueFd& parent_pidfd) {
   int gate[2];
   if (::pipe2(gate, O_CLOEXEC) != 0) throw_errno("pipe for --init");
@@ -238,9 +238,9 @@ void become_reaper_and_fork_command(const LaunchSpec& spec, const SyncChannel& s
   if (::getppid() != reaper) ::_exit(exit_code::runtime_error);
 }
 
-[[noreturn]] void report_and_exit(const SyncChannel& sync, const Error& e) {
+[[noreturn]] void report_and_exit(const ContainerEnd& sync, const Error& e) {
   try {
-    sync.send(SyncType::error, e.exit_status(), e.what());
+    sync.send(ToMonitor::error, e.exit_status(), e.what());
   } catch (...) {
     // The parent is gone; nobody to tell.
   }
@@ -253,7 +253,7 @@ std::string session_keyring_name(const std::string& id) {
   return "_ses." + id;
 }
 
-void container_main(const LaunchSpec& spec, const SyncChannel& sync, const UniqueFd& parent_pidfd,
+void container_main(const LaunchSpec& spec, const ContainerEnd& sync, const UniqueFd& parent_pidfd,
                     const NamespaceJoin* join) {
   try {
     MRUN_PHASE("init:start");
@@ -286,8 +286,8 @@ void container_main(const LaunchSpec& spec, const SyncChannel& sync, const Uniqu
     mount::apply_root_propagation(spec.mounts);
     MRUN_PHASE("init:pivoted");
     if (spec.device_grants) {
-      sync.send(SyncType::need_device_grant);
-      sync.expect(SyncType::device_grants_done);
+      sync.send(ToMonitor::need_device_grant);
+      sync.expect(ToContainer::device_grants_done);
     }
     // Only when given (runc's rule: an engine's empty hostname leaves the UTS
     // namespace's, which a joined pod namespace has set already).
@@ -308,7 +308,7 @@ void container_main(const LaunchSpec& spec, const SyncChannel& sync, const Uniqu
     // While still dumpable (--init's PID 1 is not, and then cannot open its own file):
     // the reaper and the command share it (runtime/become_command.hpp).
     if (spec.config.oom_score_adj) set_oom_score_adj(*spec.config.oom_score_adj);
-    if (spec.config.init) become_reaper_and_fork_command(spec, sync, parent_pidfd);
+    if (spec.config.run.init) become_reaper_and_fork_command(spec, sync, parent_pidfd);
     exec_command(spec, sync, parent_pidfd, exec_fifo, state_json);
   } catch (const Error& e) {
     report_and_exit(sync, e);
@@ -317,15 +317,15 @@ void container_main(const LaunchSpec& spec, const SyncChannel& sync, const Uniqu
   }
 }
 
-void attach_new_pty(const SyncChannel& sync, bool wait_until_ready) {
+void attach_new_pty(const ContainerEnd& sync, bool wait_until_ready) {
   UniqueFd master(::open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC));
   if (!master) throw_errno("open /dev/ptmx in the container");
   if (::unlockpt(master.get()) != 0) throw_errno("unlock pty");
   int slave = ::ioctl(master.get(), TIOCGPTPEER, O_RDWR | O_NOCTTY);
   if (slave < 0) throw_errno("open pty slave");
-  sync.send(SyncType::pty_master, 0, "", master.get());
+  sync.send(ToMonitor::pty_master, 0, "", master.get());
   master.reset();
-  if (wait_until_ready) sync.expect(SyncType::pty_ready);
+  if (wait_until_ready) sync.expect(ToContainer::pty_ready);
   if (::ioctl(slave, TIOCSCTTY, 0) != 0) throw_errno("make the pty the controlling terminal");
   for (int fd = 0; fd < 3; ++fd) {
     if (::dup2(slave, fd) < 0) throw_errno("attach pty to fd " + std::to_string(fd));

@@ -10,7 +10,7 @@
 namespace mrun::runtime {
 
 // `join`: namespaces the container's process enters itself, first (none: nullptr).
-[[noreturn]] void container_main(const LaunchSpec& spec, const SyncChannel& sync,
+[[noreturn]] void container_main(const LaunchSpec& spec, const ContainerEnd& sync,
                                  const UniqueFd& parent_pidfd, const NamespaceJoin* join);
 
 // The session keyring a container joins unless --no-new-keyring: "_ses.<id>", as runc
@@ -20,6 +20,6 @@ std::string session_keyring_name(const std::string& id);
 // Opens a pty inside the container's own devpts (so `tty` shows /dev/pts/N there),
 // hands the master to mrun over SYNC, optionally waits until mrun has taken it (run
 // sizes it first), and makes the slave our controlling terminal and stdio.
-void attach_new_pty(const SyncChannel& sync, bool wait_until_ready);
+void attach_new_pty(const ContainerEnd& sync, bool wait_until_ready);
 
 }  // namespace mrun::runtime

@@ -1,5 +1,6 @@
 #include "runtime/device_access.hpp"
 
+#include <linux/capability.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include "base/error.hpp"
 #include "base/strings.hpp"
 #include "cgroup/device_filter.hpp"
+#include "security/capabilities.hpp"
 #include "sys/spawn.hpp"
 
 #ifndef MRUN_GPU_HELPER_PATH
@@ -22,7 +24,7 @@ namespace mrun::runtime {
 namespace {
 
 bool devices_requested(const ContainerConfig& config) {
-  return !config.devices.empty() || config.gpu.has_value();
+  return !config.devices.empty() || config.run.gpu.has_value();
 }
 
 cgroup::AllowedNode allowed_node(const mount::HostDevice& d) {
@@ -71,7 +73,7 @@ std::vector<cgroup::DeviceRule> plan_filter_rules(const ContainerConfig& config,
   input.defaults = cgroup::default_device_rules();
   for (const auto& d : devices) input.nodes.push_back(allowed_node(d));
   input.extra = config.device_rules;
-  input.privileged = config.security.privileged;
+  input.privileged = config.run.privileged;
   return cgroup::plan_device_rules(input);
 }
 
@@ -113,26 +115,27 @@ DeviceAccess::DeviceAccess(const ContainerConfig& config, const PrivilegeModel& 
 
 // What a container could do with devices beyond the defaults, without a restriction.
 std::string beyond_default_devices(const ContainerConfig& config) {
-  if (config.security.privileged) return "--privileged";
-  if (!config.devices.empty() || config.gpu) return "--device/--gpu";
-  for (const auto& cap : config.security.cap_add) {
-    std::string name = cap;
-    std::transform(name.begin(), name.end(), name.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    if (name == "all" || name == "mknod" || name == "cap_mknod") return "--cap-add " + cap;
+  if (config.run.privileged) return "--privileged";
+  if (!config.devices.empty() || config.run.gpu) return "--device/--gpu";
+  // CAP_MKNOD in the bounding set: the command may make any node it likes (mrun run's
+  // default set leaves it out; --cap-add MKNOD or an engine's config puts it in).
+  if (const auto& sets = config.security.capability_sets) {
+    for (const auto& cap : sets->bounding) {
+      if (security::capability_from_name(cap) == CAP_MKNOD) return "CAP_MKNOD (--cap-add MKNOD)";
+    }
   }
   return {};
 }
 
 void DeviceAccess::check_before_start(const cgroup::Plan& plan) const {
-  if (privilege_.rootful && !plan.use && config_.cgroups == CgroupsMode::enabled &&
+  if (privilege_.rootful && !plan.use && config_.run.cgroups == CgroupsMode::enabled &&
       !cgroup::devices_v1_available()) {
     const std::string why = "no cgroup v2 leaf (" + plan.why_not +
                             ") and no cgroup v1 devices controller: nothing restricts which "
                             "device nodes container " +
                             config_.name + " may create and open";
     const std::string beyond = beyond_default_devices(config_);
-    if (config_.device_filter == DeviceFilterMode::off) {
+    if (config_.run.device_filter == DeviceFilterMode::off) {
       log_.warn(why + " (--device-filter=off)");
     } else if (!beyond.empty()) {
       throw Error(why + ", so " + beyond + " is refused", EPERM,
@@ -142,8 +145,8 @@ void DeviceAccess::check_before_start(const cgroup::Plan& plan) const {
       log_.warn(why + "; it has no CAP_MKNOD, so only the default nodes");
     }
   }
-  if (config_.device_filter != DeviceFilterMode::required || plan.use) return;
-  if (privilege_.rootful && config_.cgroups == CgroupsMode::enabled &&
+  if (config_.run.device_filter != DeviceFilterMode::required || plan.use) return;
+  if (privilege_.rootful && config_.run.cgroups == CgroupsMode::enabled &&
       cgroup::devices_v1_available()) {
     return;  // the v1 devices group does it
   }
@@ -159,15 +162,15 @@ void DeviceAccess::check_before_start(const cgroup::Plan& plan) const {
 std::optional<cgroup::DevicesV1Group> DeviceAccess::devices_v1_group(
     bool have_leaf, const std::string& unique) const {
   // --cgroups disabled: no cgroup of any kind, as asked (the state says so).
-  if (have_leaf || !privilege_.rootful || config_.device_filter == DeviceFilterMode::off ||
-      config_.cgroups != CgroupsMode::enabled) {
+  if (have_leaf || !privilege_.rootful || config_.run.device_filter == DeviceFilterMode::off ||
+      config_.run.cgroups != CgroupsMode::enabled) {
     return std::nullopt;
   }
   return cgroup::DevicesV1Group::create(unique, plan_filter_rules(config_, devices_));
 }
 
 std::string DeviceAccess::not_attached(const std::string& reason, bool warn) const {
-  if (config_.device_filter == DeviceFilterMode::required) {
+  if (config_.run.device_filter == DeviceFilterMode::required) {
     throw Error("device filter for container " + config_.name + ": " + reason, 0);
   }
   if (warn) {
@@ -181,13 +184,13 @@ std::string DeviceAccess::not_attached(const std::string& reason, bool warn) con
 
 std::string DeviceAccess::attach_filter(const std::string& leaf, const std::string& no_leaf,
                                         pid_t child) const {
-  if (config_.device_filter == DeviceFilterMode::off) {
+  if (config_.run.device_filter == DeviceFilterMode::off) {
     log_.debug("device filter: off (--device-filter=off)");
     return "none: --device-filter=off";
   }
   if (leaf.empty()) return not_attached("no cgroup of its own (" + no_leaf + ")", false);
   const auto rules = plan_filter_rules(config_, devices_);
-  if (!privilege_.rootful && config_.security.privileged) {
+  if (!privilege_.rootful && config_.run.privileged) {
     return not_attached("--privileged (every device is allowed)", false);
   }
   auto failure = cgroup::attach_device_filter(leaf, rules);

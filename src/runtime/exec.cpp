@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 
 #include "base/error.hpp"
 #include "base/phase_trace.hpp"
@@ -86,7 +87,7 @@ std::vector<Rlimit> rlimits_from_json(const json& j) {
 ExecDefaults exec_defaults_of(const ContainerConfig& config, const PrivilegeModel& privilege) {
   ExecDefaults d;
   d.env = config.env;
-  if (config.gpu) mount::add_gpu_environment(d.env);
+  if (config.run.gpu) mount::add_gpu_environment(d.env);
   d.cwd = config.workdir;
   d.user = config.user;
   d.security = config.security;
@@ -216,7 +217,7 @@ Joined namespaces_to_join(pid_t pid) {
 // The process itself, inside every namespace of the container (its mount namespace and
 // root too: /etc/passwd is the container's own file).
 [[noreturn]] void exec_process(const ExecRequest& request, const security::SecurityPlan& plan,
-                               bool may_setgroups, const SyncChannel& sync) {
+                               bool may_setgroups, const ContainerEnd& sync) {
   ::setsid();
   if (request.tty) attach_new_pty(sync, false);
   if (::chdir(request.cwd.c_str()) != 0) throw_errno("change to working directory " + request.cwd);
@@ -232,9 +233,9 @@ Joined namespaces_to_join(pid_t pid) {
   become_command(process, plan);
 }
 
-[[noreturn]] void report(const SyncChannel& sync, const Error& e) {
+[[noreturn]] void report(const ContainerEnd& sync, const Error& e) {
   try {
-    sync.send(SyncType::error, e.exit_status(), e.what());
+    sync.send(ToMonitor::error, e.exit_status(), e.what());
   } catch (...) {
   }
   ::_exit(e.exit_status());
@@ -281,7 +282,7 @@ int exec_in_container(const ContainerState& state, const ExecRequest& request,
 
   MRUN_PHASE("exec:looked-up");
   SignalBlock blocked_signals;  // forwarded to the process once it runs, never lost
-  auto [parent_end, child_end] = SyncChannel::make_pair();
+  auto [parent_end, child_end] = make_sync_pair();
   auto middle = sys::clone_with_pidfd(0, SIGCHLD);
   if (middle.pid == 0) {
     parent_end.close();
@@ -313,7 +314,7 @@ int exec_in_container(const ContainerState& state, const ExecRequest& request,
           report(child_end, Error(e.what()));
         }
       }
-      child_end.send(SyncType::created, process.pid, "", process.pidfd.get());
+      child_end.send(ToMonitor::created, process.pid, "", process.pidfd.get());
       ::_exit(0);
     } catch (const Error& e) {
       report(child_end, e);
@@ -329,19 +330,33 @@ int exec_in_container(const ContainerState& state, const ExecRequest& request,
   pid_t process_pid = 0;
   UniqueFd pty_master;
   std::optional<Error> failure;
+  // The joining process reports the process it made, its pty and its failures, each
+  // once; anything else is refused (it ran in the container's namespaces).
+  std::set<ToMonitor> may_report{ToMonitor::created, ToMonitor::error};
+  if (request.tty) may_report.insert(ToMonitor::pty_master);
   while (auto message = parent_end.receive()) {
-    if (message->type == SyncType::created) {
-      process_pid = message->value;
-      process_pidfd = std::move(message->fd);
-    } else if (message->type == SyncType::pty_master) {
-      if (!request.console_socket.empty()) {
-        sys::send_fd_to_socket(request.console_socket, message->fd.get(), "/dev/ptmx");
-      } else {
-        pty_master = std::move(message->fd);
-        copy_window_size(pty_master.get());
-      }
-    } else if (message->type == SyncType::error && !failure) {
-      failure = Error(message->text, 0, {}, message->value);
+    if (may_report.erase(message->type) == 0) {
+      throw Error(std::string("exec in container ") + state.name + ": unexpected setup message " +
+                      message_name(message->type),
+                  EPROTO);
+    }
+    switch (message->type) {
+      case ToMonitor::created:
+        if (!message->fd) throw Error("exec: the process was reported without its pidfd", EPROTO);
+        process_pid = message->value;
+        process_pidfd = std::move(message->fd);
+        break;
+      case ToMonitor::pty_master:
+        if (!message->fd) throw Error("exec: pty_master without a pty", EPROTO);
+        if (!request.console_socket.empty()) {
+          sys::send_fd_to_socket(request.console_socket, message->fd.get(), "/dev/ptmx");
+        } else {
+          pty_master = std::move(message->fd);
+          copy_window_size(pty_master.get());
+        }
+        break;
+      case ToMonitor::error: failure = Error(message->text, 0, {}, message->value); break;
+      default: break;  // not in may_report
     }
   }
   if (failure) {

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <fstream>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "base/error.hpp"
@@ -51,7 +52,7 @@ namespace {
 userns::IdMapPlan plan_ids(const ContainerConfig& config, const PrivilegeModel& privilege,
                            const Context& ctx) {
   if (!privilege.new_user_namespace) return {};
-  bool want_subordinate = config.userns != UsernsMode::single && !privilege.rootful;
+  bool want_subordinate = config.run.userns != UsernsMode::single && !privilege.rootful;
   auto plan = userns::plan_caller_maps(ctx.subuid_file, ctx.subgid_file, want_subordinate);
   if (want_subordinate && plan.kind == userns::MapKind::single) {
     const std::string caller = userns::caller_name();
@@ -168,21 +169,37 @@ unsigned long long namespace_flags(const LaunchSpec& spec) {
   return flags;
 }
 
-// An OCI config's own table, with the host's side filled in: whether nodes are made or
-// bound, and which bind targets must be files (a pure plan cannot stat the host).
-std::vector<mount::MountStep> plan_oci_mounts(mount::ConfigMountInput input,
-                                              const ContainerConfig& config,
-                                              const PrivilegeModel& privilege,
-                                              std::vector<mount::MountStep> devices) {
+// The config's mount table with the host's side filled in: whether nodes are made or
+// bound, which bind targets must be files (a pure plan cannot stat the host), mrun
+// run's generated network files and --device/--gpu nodes and files.
+std::vector<mount::MountStep> plan_mounts(const ContainerConfig& config,
+                                          const PrivilegeModel& privilege,
+                                          const userns::IdMapPlan& ids,
+                                          const std::optional<net::NetworkFiles>& network_files,
+                                          mount::DeviceMounts devices) {
+  mount::ConfigMountInput input = config.mounts;
   input.mknod_default_devices = privilege.can_mknod;
   input.own_pid_namespace = config.namespaces.pid.source == NamespaceSource::fresh;
   input.own_ipc_namespace = config.namespaces.ipc.source == NamespaceSource::fresh;
-  input.devices = std::move(devices);
+  // Generated files bound over the image's (whose lower layer is never written); first,
+  // so that a user's own -v ...:/etc/hosts wins.
+  if (network_files) {
+    input.mounts.insert(input.mounts.begin(),
+                        {{"/etc/resolv.conf", "bind", network_files->resolv_conf, {"bind"}},
+                         {"/etc/hosts", "bind", network_files->hosts, {"bind"}}});
+  }
+  // --device and --gpu: mknod when the kernel lets us (rootful), else bind the host node.
+  input.devices = std::move(devices.nodes);
+  input.injected = std::move(devices.userspace);
   auto plan = mount::plan_config_mounts(input);
   for (auto& step : plan) {
     if (step.kind == mount::StepKind::bind && !step.target_is_file) {
       step.target_is_file = sys::exists(step.source) && !sys::is_dir(step.source);
     }
+  }
+  if (privilege.new_user_namespace) {
+    mount::drop_unmapped_devpts_gid(
+        plan, [&](std::uint32_t gid) { return userns::map_to_host(ids.gids, gid) >= 0; });
   }
   return plan;
 }
@@ -195,9 +212,9 @@ LaunchSpec make_launch_spec(const ContainerConfig& config, const PrivilegeModel&
   spec.config = config;
   spec.privilege = privilege;
   spec.log = ctx.log;
-  spec.overlay = config.overlay;
+  spec.overlay = config.run.overlay;
   spec.layers.lower = config.rootfs;
-  if (config.overlay == OverlayMode::none) {
+  if (config.run.overlay == OverlayMode::none) {
     // The rootfs as given, bound onto itself in the container's mount namespace (an
     // OCI bundle's root.path: the engine's snapshot takes the writes).
     spec.layers.merged = config.rootfs;
@@ -205,7 +222,7 @@ LaunchSpec make_launch_spec(const ContainerConfig& config, const PrivilegeModel&
     spec.layers.upper = storage + "/upper";
     spec.layers.work = storage + "/work";
     spec.layers.merged = storage + "/merged";
-    spec.volatile_upper = config.remove_on_exit;
+    spec.volatile_upper = config.run.remove_on_exit;
   }
   spec.may_setgroups = !privilege.new_user_namespace || ids.kind == userns::MapKind::subordinate;
   spec.own_cgroup = own_cgroup;
@@ -214,35 +231,8 @@ LaunchSpec make_launch_spec(const ContainerConfig& config, const PrivilegeModel&
   spec.security =
       security::prepare_security_plan(config.security, config.user.uid, privilege.host_capabilities,
                                       ctx.log, ctx.data_root + "/cache/seccomp");
-
-  mount::MountPlanInput input;
-  input.user_namespace = privilege.new_user_namespace;
-  input.gid5_mapped = !privilege.new_user_namespace || userns::map_to_host(ids.gids, 5) >= 0;
-  // sysfs may be mounted by the network namespace's owner only; a joined one may be
-  // another user namespace's, and the mount then falls back to a bind of the host's.
-  input.own_network_namespace = config.network != NetworkMode::host;
-  input.read_only_root = config.read_only;
-  input.mknod_default_devices = privilege.can_mknod;
-  input.cgroup_mount = own_cgroup;
-  // Generated files bound over the image's (whose lower layer is never written); before
-  // the volumes, so that a user's own -v ...:/etc/hosts wins.
-  if (network_files) {
-    input.volumes.push_back({network_files->resolv_conf, "/etc/resolv.conf", false, true});
-    input.volumes.push_back({network_files->hosts, "/etc/hosts", false, true});
-  }
-  for (const auto& v : config.volumes) {
-    mount::VolumeSpec volume{v.source, v.destination, v.read_only, !sys::is_dir(v.source)};
-    input.volumes.push_back(volume);
-  }
-  // --device and --gpu: mknod when the kernel lets us (rootful), else bind the host node.
-  input.devices = std::move(devices.nodes);
-  input.injected = std::move(devices.userspace);
-  if (config.gpu) mount::add_gpu_environment(spec.config.env);
-  if (config.config_mounts) {
-    spec.mounts = plan_oci_mounts(*config.config_mounts, config, privilege, input.devices);
-  } else {
-    spec.mounts = mount::plan_container_mounts(input);
-  }
+  if (config.run.gpu) mount::add_gpu_environment(spec.config.env);
+  spec.mounts = plan_mounts(config, privilege, ids, network_files, std::move(devices));
   return spec;
 }
 
@@ -257,8 +247,8 @@ std::unique_ptr<net::HelperProcess> start_network(const ContainerConfig& config,
   request.container_pid = container;
   request.rootless = !privilege.rootful;
   request.state_dir = state_dir;
-  request.publish = config.publish;
-  request.allow_host_loopback = config.allow_host_loopback;
+  request.publish = config.run.publish;
+  request.allow_host_loopback = config.run.allow_host_loopback;
   request.path_var = std::getenv("PATH") ? std::getenv("PATH") : "";
   request.log = ctx.log;
   if (config.network == NetworkMode::pasta) return net::start_pasta(request);
@@ -269,11 +259,11 @@ cgroup::Request cgroup_request(const ContainerConfig& config, const PrivilegeMod
   cgroup::Request request;
   request.name = config.name;
   request.resources = config.resources;
-  request.enabled = config.cgroups == CgroupsMode::enabled;
+  request.enabled = config.run.cgroups == CgroupsMode::enabled;
   request.rootful = privilege.rootful;
   request.uid = ::getuid();
   request.parent =
-      config.cgroup_parent.empty() ? privilege.default_cgroup_parent : config.cgroup_parent;
+      config.run.cgroup_parent.empty() ? privilege.default_cgroup_parent : config.run.cgroup_parent;
   return request;
 }
 
@@ -282,21 +272,18 @@ void check_inputs(const ContainerConfig& config) {
     throw Error("rootfs " + config.rootfs + " is not a directory", ENOTDIR,
                 "give an existing rootfs directory, or omit it to use the built-in busybox rootfs");
   }
-  for (const auto& v : config.volumes) {
-    if (!sys::exists(v.source)) {
-      throw Error("volume source " + v.source + " does not exist", ENOENT, "create it first");
-    }
-  }
-  if (config.config_mounts) {
-    for (const auto& m : config.config_mounts->mounts) {
-      bool bind = m.type == "bind" ||
-                  std::find(m.options.begin(), m.options.end(), "bind") != m.options.end() ||
-                  std::find(m.options.begin(), m.options.end(), "rbind") != m.options.end();
-      if (bind && !sys::exists(m.source)) {
-        throw Error("config.json: mounts (" + m.destination + "): bind source " + m.source +
-                        " does not exist",
-                    ENOENT, "create it first, or remove the mount from config.json");
-      }
+  for (const auto& m : config.mounts.mounts) {
+    bool bind = m.type == "bind" ||
+                std::find(m.options.begin(), m.options.end(), "bind") != m.options.end() ||
+                std::find(m.options.begin(), m.options.end(), "rbind") != m.options.end();
+    if (bind && !sys::exists(m.source)) {
+      throw Error((config.bundle.empty()
+                       ? "volume source " + m.source
+                       : "config.json: mounts (" + m.destination + "): bind source " + m.source) +
+                      " does not exist",
+                  ENOENT,
+                  config.bundle.empty() ? "create it first"
+                                        : "create it first, or remove the mount from config.json");
     }
   }
   // Devices too, before anything is made: a missing node or a block device fails with
@@ -338,7 +325,7 @@ void run_poststart(const ContainerConfig& config, const std::string& state_json,
 bool uses_shared_user_namespace(const ContainerConfig& config, const PrivilegeModel& privilege,
                                 const userns::IdMapPlan& ids, const LaunchHooks& hooks,
                                 const NamespaceJoin& joined) {
-  return config.userns == UsernsMode::automatic && privilege.new_user_namespace &&
+  return config.run.userns == UsernsMode::automatic && privilege.new_user_namespace &&
          !privilege.rootful && !privilege.nested && ids.kind == userns::MapKind::subordinate &&
          config.bundle.empty() && !hooks.container_to_callers_reaper && joined.empty();
 }
@@ -447,9 +434,9 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   if (!cgroup_plan.defaults_note.empty()) ctx.log.debug(cgroup_plan.defaults_note);
   // mrun run --cgroup-parent asks for a place: not honouring it is an error, not a
   // silence (an engine's cgroupsPath without limits stays best effort, as before).
-  if (!cgroup_plan.use && !config.cgroup_parent.empty() && config.bundle.empty() &&
-      config.cgroups == CgroupsMode::enabled) {
-    throw Error("--cgroup-parent " + config.cgroup_parent +
+  if (!cgroup_plan.use && !config.run.cgroup_parent.empty() && config.bundle.empty() &&
+      config.run.cgroups == CgroupsMode::enabled) {
+    throw Error("--cgroup-parent " + config.run.cgroup_parent +
                     ": the container can get no cgroup here (" + cgroup_plan.why_not + ")",
                 0,
                 "drop --cgroup-parent, or run where mrun can make a cgroup v2 leaf (see "
@@ -458,14 +445,14 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   // --device and --gpu nodes, looked at once: a missing node fails here, and the device
   // filter needs their numbers. --device-filter=required that cannot be met fails here.
   mount::DeviceMounts device_mounts =
-      mount::resolve_device_mounts(config.devices, config.gpu, privilege.can_mknod);
+      mount::resolve_device_mounts(config.devices, config.run.gpu, privilege.can_mknod);
   const DeviceAccess device_access(config, privilege, device_mounts.devices, ctx.log);
   device_access.check_before_start(cgroup_plan);
 
   // 1. Claim the name; from here on, any failure removes what was made. Without an
   // overlay there is no storage: nothing of the container outside the state root.
   const std::string storage =
-      config.overlay == OverlayMode::none ? std::string() : storage_dir_for(ctx, config.name);
+      config.run.overlay == OverlayMode::none ? std::string() : storage_dir_for(ctx, config.name);
   ContainerState state;
   state.name = config.name;
   state.monitor_pid = ::getpid();
@@ -474,8 +461,8 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   state.command = config.args;
   state.created = now_rfc3339();
   state.storage_dir = storage;
-  state.remove_on_exit = config.remove_on_exit;
-  state.detached = config.detach;
+  state.remove_on_exit = config.run.remove_on_exit;
+  state.detached = config.run.detach;
   state.rootless = !privilege.rootful;
   state.bundle = config.bundle;
   state.annotations = config.annotations;
@@ -514,7 +501,7 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   std::optional<net::NetworkFiles> network_files;
   if (uses_network_helper(config.network)) {
     network_files = net::write_network_files(store.dir_of(config.name),
-                                             {config.hostname, config.allow_host_loopback});
+                                             {config.hostname, config.run.allow_host_loopback});
   }
   // The leaf, with its limits, before clone: the child must never run unlimited.
   std::optional<cgroup::Leaf> leaf;
@@ -540,7 +527,7 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   // 3. Clone the container into its namespaces; it waits for us on the sync socket.
   SignalBlock blocked_signals;
   UniqueFd self_pidfd = sys::pidfd_open(::getpid());
-  auto [parent_end, child_end] = SyncChannel::make_pair();
+  auto [parent_end, child_end] = make_sync_pair();
   // Joined namespaces (OCI linux.namespaces[].path): entered around the clone alone, or
   // by the container itself where the monitor could not come back (namespace_join.hpp).
   NamespaceJoin joined(config.namespaces);
@@ -614,57 +601,80 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   // without it. Destroyed (stopped) before undo_child kills the container on failure.
   auto network = start_network(config, privilege, child.pid, store.dir_of(config.name), ctx);
   MRUN_PHASE("run:mapped");
-  parent_end.send(SyncType::ids_mapped);
+  parent_end.send(ToContainer::ids_mapped);
 
   // 5. Serve its requests until it execs the command (EOF) or reports an error.
   UniqueFd pty_master;
   std::optional<Error> setup_error;
   bool held = false;  // OCI create: reported created, so its state outlives a failed exec
-  state.overlay = config.overlay == OverlayMode::none ? "none" : "native";
+  state.overlay = config.run.overlay == OverlayMode::none ? "none" : "native";
+  // What the container's setup may ask of the monitor, each once, as its config says;
+  // anything else is refused. That code runs in the container's namespaces, on the
+  // image's files: the monitor does for it only what the config asked for.
+  std::set<ToMonitor> may_ask{ToMonitor::error};
+  if (config.run.overlay != OverlayMode::none) may_ask.insert(ToMonitor::need_fuse);
+  if (spec.device_grants) may_ask.insert(ToMonitor::need_device_grant);
+  if (config.tty) may_ask.insert(ToMonitor::pty_master);
+  if (config.hooks.any_before_start()) may_ask.insert(ToMonitor::create_hooks);
+  if (hooks.on_created) may_ask.insert(ToMonitor::created);
   while (auto message = parent_end.receive()) {
-    if (message->type == SyncType::need_fuse) {
-      try {
-        fuse = start_fuse_overlay(spec, child.pid, child.pidfd.get(), store.dir_of(config.name));
-        state.overlay = "fuse";
-        parent_end.send(SyncType::fuse_ready);
-      } catch (const Error&) {
-        parent_end.send(SyncType::fuse_failed);
-        throw;
+    if (may_ask.erase(message->type) == 0) {
+      throw Error(std::string("container ") + config.name + ": unexpected setup message " +
+                      message_name(message->type) + " (its config asks for none, or it came twice)",
+                  EPROTO);
+    }
+    switch (message->type) {
+      case ToMonitor::need_fuse:
+        try {
+          fuse = start_fuse_overlay(spec, child.pid, child.pidfd.get(), store.dir_of(config.name));
+          state.overlay = "fuse";
+          parent_end.send(ToContainer::fuse_ready);
+        } catch (const Error&) {
+          parent_end.send(ToContainer::fuse_failed);
+          throw;
+        }
+        break;
+      case ToMonitor::need_device_grant:
+        device_access.grant_nodes(child.pid);
+        parent_end.send(ToContainer::device_grants_done);
+        break;
+      case ToMonitor::pty_master:
+        if (!message->fd)
+          throw Error("container " + config.name + ": pty_master without a pty", EPROTO);
+        if (!config.console_socket.empty()) {
+          // The engine's console: it owns the master from now on; mrun relays nothing.
+          sys::send_fd_to_socket(config.console_socket, message->fd.get(), "/dev/ptmx");
+        } else {
+          pty_master = std::move(message->fd);
+          copy_window_size(pty_master.get());
+        }
+        parent_end.send(ToContainer::pty_ready);
+        break;
+      case ToMonitor::create_hooks: {
+        // The container's namespaces exist and its mounts are made; pivot_root comes after.
+        std::string json = hook_state(state, Status::creating, child.pid);
+        run_hooks(config.hooks.prestart, "prestart", json);
+        run_hooks(config.hooks.create_runtime, "createRuntime", json);
+        parent_end.send(ToContainer::hooks_done, 0, hook_state(state, Status::created, child.pid));
+        break;
       }
-    } else if (message->type == SyncType::need_device_grant) {
-      device_access.grant_nodes(child.pid);
-      parent_end.send(SyncType::device_grants_done);
-    } else if (message->type == SyncType::pty_master) {
-      if (!config.console_socket.empty()) {
-        // The engine's console: it owns the master from now on; mrun relays nothing.
-        sys::send_fd_to_socket(config.console_socket, message->fd.get(), "/dev/ptmx");
-      } else {
-        pty_master = std::move(message->fd);
-        copy_window_size(pty_master.get());
-      }
-      parent_end.send(SyncType::pty_ready);
-    } else if (message->type == SyncType::create_hooks) {
-      // The container's namespaces exist and its mounts are made; pivot_root comes after.
-      std::string json = hook_state(state, Status::creating, child.pid);
-      run_hooks(config.hooks.prestart, "prestart", json);
-      run_hooks(config.hooks.create_runtime, "createRuntime", json);
-      parent_end.send(SyncType::hooks_done, 0, hook_state(state, Status::created, child.pid));
-    } else if (message->type == SyncType::error) {
-      setup_error = Error(message->text, 0, {}, message->value);
-    } else if (message->type == SyncType::created && hooks.on_created) {
-      // Held on the exec fifo: from now on `mrun start`, `kill` and `delete` own its fate,
-      // so the record stays whatever happens.
-      state.status = Status::created;
-      state.pid = child.pid;
-      state.pid_start = sys::process_start_time(child.pid);
-      {
-        StateLock lock(store.root());
-        store.write(state);
-      }
-      held = true;
-      undo_child.dismiss();
-      undo_claim.dismiss();
-      hooks.on_created(child.pid);
+      case ToMonitor::error: setup_error = Error(message->text, 0, {}, message->value); break;
+      case ToMonitor::created:
+        // Held on the exec fifo: from now on `mrun start`, `kill` and `delete` own its fate,
+        // so the record stays whatever happens.
+        state.status = Status::created;
+        state.pid = child.pid;
+        state.pid_start = sys::process_start_time(child.pid);
+        {
+          StateLock lock(store.root());
+          store.write(state);
+        }
+        held = true;
+        undo_child.dismiss();
+        undo_claim.dismiss();
+        hooks.on_created(child.pid);
+
+        break;
     }
   }
   // After `created`, a failed exec is the container's exit (recorded below), as in runc.
@@ -703,7 +713,7 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   }
 
   // 7. Record the exit (or remove everything with --rm).
-  if (config.remove_on_exit) {
+  if (config.run.remove_on_exit) {
     cleanup();
   } else {
     StateLock lock(store.root());

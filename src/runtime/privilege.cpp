@@ -28,7 +28,7 @@ PrivilegeModel privilege_model_for(uid_t uid, const ContainerConfig* config,
   PrivilegeModel model;
   if (uid == 0 && host_user_namespace) {
     model.rootful = true;
-    model.new_user_namespace = config != nullptr && config->userns == UsernsMode::single;
+    model.new_user_namespace = config != nullptr && config->run.userns == UsernsMode::single;
     model.may_write_any_id_map = true;
     model.can_mknod = !model.new_user_namespace;
     model.can_attach_device_filter = true;

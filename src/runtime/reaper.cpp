@@ -11,7 +11,7 @@
 
 namespace mrun::runtime {
 
-void run_reaper(pid_t command, const SyncChannel& sync, const UniqueFd& parent_pidfd,
+void run_reaper(pid_t command, const ContainerEnd& sync, const UniqueFd& parent_pidfd,
                 bool die_with_parent) {
   // The command reports its own exec result on the sync socket; our copy must not keep
   // it open, or mrun would wait for an EOF that never comes.

@@ -11,7 +11,7 @@ namespace mrun::runtime {
 
 // die_with_parent false: a sibling of the monitor (LaunchSpec::sibling_of_monitor),
 // whose parent `mrun create` exits once it is created.
-[[noreturn]] void run_reaper(pid_t command, const SyncChannel& sync, const UniqueFd& parent_pidfd,
+[[noreturn]] void run_reaper(pid_t command, const ContainerEnd& sync, const UniqueFd& parent_pidfd,
                              bool die_with_parent);
 
 }  // namespace mrun::runtime

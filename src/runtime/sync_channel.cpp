@@ -16,25 +16,60 @@ constexpr std::size_t header_size = 8;
 constexpr std::size_t max_message = 8192;
 }  // namespace
 
-std::pair<SyncChannel, SyncChannel> SyncChannel::make_pair() {
+const char* message_name(ToContainer type) {
+  switch (type) {
+    case ToContainer::ids_mapped: return "ids_mapped";
+    case ToContainer::fuse_ready: return "fuse_ready";
+    case ToContainer::fuse_failed: return "fuse_failed";
+    case ToContainer::pty_ready: return "pty_ready";
+    case ToContainer::hooks_done: return "hooks_done";
+    case ToContainer::device_grants_done: return "device_grants_done";
+  }
+  return nullptr;
+}
+
+const char* message_name(ToMonitor type) {
+  switch (type) {
+    case ToMonitor::need_fuse: return "need_fuse";
+    case ToMonitor::pty_master: return "pty_master";
+    case ToMonitor::error: return "error";
+    case ToMonitor::created: return "created";
+    case ToMonitor::create_hooks: return "create_hooks";
+    case ToMonitor::need_device_grant: return "need_device_grant";
+  }
+  return nullptr;
+}
+
+void refuse_setup_message(std::uint32_t raw, const char* receiver) {
+  throw Error(std::string("unexpected setup message ") + std::to_string(raw) + " sent to " +
+                  receiver + ": not one of its direction",
+              EPROTO);
+}
+
+void unexpected_setup_message(const char* got, const char* wanted) {
+  if (got == nullptr) throw Error(std::string("setup peer went away before ") + wanted, EPIPE);
+  throw Error(std::string("unexpected setup message ") + got + " where " + wanted + " belongs",
+              EPROTO);
+}
+
+std::pair<MonitorEnd, ContainerEnd> make_sync_pair() {
   int fds[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0) {
     throw_errno("create sync socket pair");
   }
-  return {SyncChannel(UniqueFd(fds[0])), SyncChannel(UniqueFd(fds[1]))};
+  return {MonitorEnd(UniqueFd(fds[0])), ContainerEnd(UniqueFd(fds[1]))};
 }
 
-void SyncChannel::send(SyncType type, std::int32_t value, const std::string& text, int fd) const {
+void SyncSocket::send(std::uint32_t type, std::int32_t value, const std::string& text,
+                      int fd) const {
   std::vector<char> buf(header_size + std::min(text.size(), max_message - header_size));
-  auto raw_type = static_cast<std::uint32_t>(type);
-  std::memcpy(buf.data(), &raw_type, 4);
+  std::memcpy(buf.data(), &type, 4);
   std::memcpy(buf.data() + 4, &value, 4);
   std::memcpy(buf.data() + header_size, text.data(), buf.size() - header_size);
-
   sys::send_with_fd(fd_.get(), std::string_view(buf.data(), buf.size()), fd, "send setup message");
 }
 
-std::optional<SyncMessage> SyncChannel::receive() const {
+std::optional<SyncSocket::Raw> SyncSocket::receive() const {
   std::vector<char> buf(max_message);
   struct iovec iov {
     buf.data(), buf.size()
@@ -51,13 +86,8 @@ std::optional<SyncMessage> SyncChannel::receive() const {
     if (errno != EINTR) throw_errno("receive setup message");
   }
   if (n == 0) return std::nullopt;
-  if (static_cast<std::size_t>(n) < header_size) throw Error("short setup message", EPROTO);
-  SyncMessage message;
-  std::uint32_t raw_type = 0;
-  std::memcpy(&raw_type, buf.data(), 4);
-  std::memcpy(&message.value, buf.data() + 4, 4);
-  message.type = static_cast<SyncType>(raw_type);
-  message.text.assign(buf.data() + header_size, static_cast<std::size_t>(n) - header_size);
+  Raw message;
+  // The fd first: whatever else is wrong with the message, it is closed, not leaked.
   for (struct cmsghdr* cmsg = CMSG_FIRSTHDR(&msg); cmsg != nullptr;
        cmsg = CMSG_NXTHDR(&msg, cmsg)) {
     if (cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_RIGHTS) {
@@ -66,17 +96,11 @@ std::optional<SyncMessage> SyncChannel::receive() const {
       message.fd.reset(fd);
     }
   }
+  if (static_cast<std::size_t>(n) < header_size) throw Error("short setup message", EPROTO);
+  std::memcpy(&message.type, buf.data(), 4);
+  std::memcpy(&message.value, buf.data() + 4, 4);
+  message.text.assign(buf.data() + header_size, static_cast<std::size_t>(n) - header_size);
   return message;
-}
-
-SyncMessage SyncChannel::expect(SyncType type) const {
-  auto message = receive();
-  if (!message) throw Error("setup peer went away", EPIPE);
-  if (message->type != type) {
-    throw Error("unexpected setup message " + std::to_string(static_cast<int>(message->type)),
-                EPROTO);
-  }
-  return std::move(*message);
 }
 
 }  // namespace mrun::runtime

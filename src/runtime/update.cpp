@@ -4,6 +4,7 @@
 
 #include "base/error.hpp"
 #include "cgroup/cgroup.hpp"
+#include "runtime/lifecycle.hpp"
 #include "runtime/state.hpp"
 
 namespace mrun::runtime {
@@ -11,13 +12,11 @@ namespace mrun::runtime {
 void update_container(const Context& ctx, const std::string& id,
                       const cgroup::Resources& resources) {
   StateStore store(ctx.state_root);
-  auto state = store.read(id);
-  if (!state) throw Error("container does not exist: " + id, ENOENT, "see `mrun list`");
+  existing_container(store, id);
   // Under the state lock: two updates of one container never interleave their writes,
   // and a delete does not remove the leaf halfway.
   StateLock lock(store.root());
-  state = store.read(id);
-  if (!state) throw Error("container does not exist: " + id, ENOENT, "see `mrun list`");
+  auto state = std::optional<ContainerState>(existing_container(store, id));
   const Status status = effective_status(*state);
   if (status != Status::running && status != Status::created) {
     throw Error("container " + id + " is not running (it is " + to_string(status) + ")", 0,

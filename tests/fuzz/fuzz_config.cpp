@@ -64,15 +64,14 @@ void convert(const mrun::oci::Spec& spec, std::uint32_t uid) {
   }
   // A bundle's mounts are its own table (mount/config_mounts.hpp): every bind source
   // absolute by now, and the plan made without anything but mrun's own errors.
-  FUZZ_CHECK(c.config_mounts.has_value(), "a bundle without its mount table");
-  for (const auto& m : c.config_mounts->mounts) {
+  for (const auto& m : c.mounts.mounts) {
     bool bind = m.type == "bind" ||
                 std::find(m.options.begin(), m.options.end(), "bind") != m.options.end() ||
                 std::find(m.options.begin(), m.options.end(), "rbind") != m.options.end();
     FUZZ_CHECK(!bind || (!m.source.empty() && m.source.front() == '/'), "a relative bind source");
   }
   try {
-    mrun::mount::plan_config_mounts(*c.config_mounts);
+    mrun::mount::plan_config_mounts(c.mounts);
   } catch (const mrun::Error&) {
   }
   try {

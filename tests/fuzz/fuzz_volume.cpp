@@ -1,6 +1,7 @@
 // libFuzzer target: the pure path handling around mrun's volumes. Each input line is a
 // -v SRC:DST[:ro|rw] spec for mrun::mount::parse_volume; what parses goes through
-// check_volume_destination and, all together, plan_container_mounts.
+// check_volume_destination and, all together as a config's bind entries (what mrun run
+// writes for them, oci/run_config.hpp), plan_config_mounts.
 //
 // The property: a destination the checks accept does not resolve to /proc or below it
 // (CVE-2019-16884), except the lxcfs-style files; resolved as openat2(RESOLVE_IN_ROOT)
@@ -15,6 +16,7 @@
 #include "base/error.hpp"
 #include "base/strings.hpp"
 #include "fuzz_check.hpp"
+#include "mount/config_mounts.hpp"
 #include "mount/mount_plan.hpp"
 
 namespace {
@@ -47,7 +49,7 @@ bool covers_proc(const std::string& destination) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
-  mrun::mount::MountPlanInput input;
+  std::vector<mrun::mount::VolumeSpec> volumes;
   bool refused = false;
   for (const auto& line : mrun::split(text, '\n')) {
     mrun::mount::VolumeSpec volume;
@@ -63,7 +65,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       mrun::mount::check_volume_destination(volume);
     } catch (const mrun::Error&) {
       refused = true;
-      input.volumes.push_back(volume);
+      volumes.push_back(volume);
       continue;
     }
     if (covers_proc(volume.destination)) {
@@ -71,26 +73,30 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                    resolve_in_root(volume.destination).c_str());
     }
     FUZZ_CHECK(!covers_proc(volume.destination), "a volume over /proc accepted");
-    input.volumes.push_back(volume);
+    volumes.push_back(volume);
+  }
+  mrun::mount::ConfigMountInput input;
+  for (const auto& v : volumes) {
+    std::vector<std::string> options{"rbind"};
+    if (v.read_only) options.emplace_back("rro");
+    input.mounts.push_back({v.destination, "bind", v.source, options});
   }
   std::vector<mrun::mount::MountStep> plan;
   try {
-    plan = mrun::mount::plan_container_mounts(input);
+    plan = mrun::mount::plan_config_mounts(input);
   } catch (const mrun::Error&) {
     FUZZ_CHECK(refused, "the plan refused a volume the check accepts");
     return 0;
   }
   FUZZ_CHECK(!refused, "the plan accepted a volume the check refuses");
-  // The volumes are bound last, in order, and nothing else in the plan names them.
-  FUZZ_CHECK(plan.size() >= input.volumes.size(), "volumes missing from the plan");
-  std::size_t first = plan.size() - input.volumes.size();
-  for (std::size_t i = 0; i < input.volumes.size(); ++i) {
-    const auto& step = plan[first + i];
+  // The volumes are bound first (the table holds nothing else), in order.
+  FUZZ_CHECK(plan.size() >= volumes.size(), "volumes missing from the plan");
+  for (std::size_t i = 0; i < volumes.size(); ++i) {
+    const auto& step = plan[i];
     FUZZ_CHECK(step.kind == mrun::mount::StepKind::bind && step.recursive,
                "a volume that is not an rbind");
-    FUZZ_CHECK(
-        step.source == input.volumes[i].source && step.target == input.volumes[i].destination,
-        "a volume bound elsewhere");
+    FUZZ_CHECK(step.source == volumes[i].source && step.target == volumes[i].destination,
+               "a volume bound elsewhere");
   }
   return 0;
 }

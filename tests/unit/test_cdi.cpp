@@ -230,10 +230,10 @@ TEST_CASE("cdi: edits become --device, -v and -e entries; stale numbers are refu
   edits.device_nodes = {null_node};
   edits.mounts = {{"/etc/hostname", "/etc/x", "bind", {"ro", "bind"}}};
   edits.env = {"PATH=/cdi", "NEW=1"};
-  mrun::runtime::ContainerConfig config;
+  mrun::oci::RunRequest config;
   config.env = {"PATH=/bin", "HOME=/root"};
   apply_edits(edits, config);
-  REQUIRE(config.devices ==
+  REQUIRE(config.additions.devices ==
           std::vector<mrun::mount::DeviceSpec>{{"/dev/null", "/dev/cdi-null", "rw"}});
   REQUIRE(config.volumes.size() == 1);
   REQUIRE(config.volumes[0].read_only);

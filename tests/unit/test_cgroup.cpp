@@ -279,18 +279,3 @@ TEST_CASE("read_stats reads the leaf's counters") {
   REQUIRE(s.oom_kills == 2u);
 }
 
-TEST_CASE("a container with a cgroup gets a read-only cgroup2 at /sys/fs/cgroup, after /sys") {
-  mrun::mount::MountPlanInput input;
-  auto without = mrun::mount::plan_container_mounts(input);
-  auto is_cgroup = [](const mrun::mount::MountStep& s) { return s.target == "/sys/fs/cgroup"; };
-  REQUIRE(std::none_of(without.begin(), without.end(), is_cgroup));
-  input.cgroup_mount = true;
-  auto with = mrun::mount::plan_container_mounts(input);
-  auto cg = std::find_if(with.begin(), with.end(), is_cgroup);
-  REQUIRE(cg != with.end());
-  REQUIRE(cg->fstype == "cgroup2");
-  REQUIRE((cg->flags & MS_RDONLY) != 0);
-  auto sys = std::find_if(with.begin(), with.end(),
-                          [](const mrun::mount::MountStep& s) { return s.target == "/sys"; });
-  REQUIRE(sys < cg);
-}

@@ -41,7 +41,7 @@ TEST_CASE("config validation names the field and the fix") {
   c.workdir = "tmp";
   REQUIRE_THROWS_WITH(validate(c), Catch::Contains("working directory"));
   c = valid_config();
-  c.tty = c.detach = true;
+  c.tty = c.run.detach = true;
   REQUIRE_THROWS_WITH(validate(c), Catch::Contains("--tty cannot be combined with --detach"));
   c = valid_config();
   c.name = "bad name";
@@ -72,7 +72,7 @@ TEST_CASE("the privilege model keeps rootful and rootless differences in one pla
   REQUIRE(rootful.can_mknod);
   REQUIRE(rootful.default_state_root == "/run/mrun");
   auto config = valid_config();
-  config.userns = UsernsMode::single;
+  config.run.userns = UsernsMode::single;
   REQUIRE(privilege_model_for(0, &config).new_user_namespace);
   // Root of another user namespace (rootless podman's): stays in it, rootless otherwise.
   auto nested = privilege_model_for(0, nullptr, false);

@@ -160,7 +160,7 @@ TEST_CASE("the container's rules: config, nodes, OCI extras and --privileged tog
   REQUIRE(allows(rules, DeviceType::character, 240, 0, access_read | access_write));
   REQUIRE(allows(rules, DeviceType::character, 10, 200, access_read));
   REQUIRE(allows(rules, DeviceType::character, 1, 3, access_read | access_write));
-  config.security.privileged = true;
+  config.run.privileged = true;
   REQUIRE(mrun::runtime::plan_filter_rules(config, {gpu}).size() == 1);
 }
 

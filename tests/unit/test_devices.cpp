@@ -9,7 +9,9 @@
 #include "base/error.hpp"
 #include "gpupolicy/gpu_policy.h"
 #include "mount/devices.hpp"
+#include "mount/config_mounts.hpp"
 #include "mount/mount_plan.hpp"
+#include "oci/run_config.hpp"
 
 using namespace mrun::mount;
 
@@ -67,12 +69,16 @@ TEST_CASE("device plan: rootless binds the host node onto a file, rootful makes 
 }
 
 TEST_CASE("device plan: devices follow the /dev tmpfs and its default nodes, before masks") {
-  MountPlanInput input;
+  ConfigMountInput input;
+  for (const auto& m : mrun::oci::run_default_mounts()) {
+    input.mounts.push_back({m.destination, *m.type, *m.source, m.options});
+  }
+  input.mounts.push_back({"/opt", "bind", "/srv", {"rbind"}});
+  input.masked_paths = default_masked_paths();
   input.devices = plan_device_mounts({node("/dev/fakegpu0", 240, 0)}, false);
   input.injected =
       plan_gpu_userspace({{"/b/libfakegpu.so.1.0.0"}, {"libfakegpu.so.1"}, {"/b/fakegpu-client"}});
-  input.volumes.push_back({"/srv", "/opt", false, false});
-  auto plan = plan_container_mounts(input);
+  auto plan = plan_config_mounts(input);
   auto at = [&](const std::string& target) {
     for (std::size_t i = 0; i < plan.size(); ++i) {
       if (plan[i].target == target) return static_cast<long>(i);

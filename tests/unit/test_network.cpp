@@ -199,7 +199,7 @@ TEST_CASE("config: --publish and --allow-host-loopback need a helper-run network
   c.name = "c";
   c.rootfs = "/r";
   c.args = {"/bin/true"};
-  c.publish = {parse_publish("8080:80")};
+  c.run.publish = {parse_publish("8080:80")};
   for (auto mode : {NetworkMode::none, NetworkMode::host}) {
     c.network = mode;
     CHECK_THROWS_AS(validate(c), Error);
@@ -208,8 +208,8 @@ TEST_CASE("config: --publish and --allow-host-loopback need a helper-run network
   CHECK_NOTHROW(validate(c));
   c.network = NetworkMode::pasta;
   CHECK_NOTHROW(validate(c));
-  c.publish.clear();
-  c.allow_host_loopback = true;
+  c.run.publish.clear();
+  c.run.allow_host_loopback = true;
   c.network = NetworkMode::none;
   CHECK_THROWS_AS(validate(c), Error);
   CHECK(parse_network_mode("slirp4netns") == NetworkMode::slirp4netns);

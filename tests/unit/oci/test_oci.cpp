@@ -179,7 +179,6 @@ TEST_CASE("crun spec converts to the ContainerConfig mrun run would build") {
   REQUIRE(c.workdir == "/");
   REQUIRE(c.hostname == "crun");
   REQUIRE(c.network == runtime::NetworkMode::none);
-  REQUIRE(c.volumes.empty());
   REQUIRE(c.security.no_new_privileges);
   REQUIRE(c.security.seccomp == security::SeccompMode::unconfined);  // no linux.seccomp
   const std::vector<std::string> three{"CAP_AUDIT_WRITE", "CAP_KILL", "CAP_NET_BIND_SERVICE"};
@@ -315,17 +314,15 @@ TEST_CASE("the config's mounts are the container's, in order; annotations carry 
     j["linux"]["namespaces"].push_back({{"type", "cgroup"}});
   });
   auto c = convert(spec);
-  REQUIRE(c.volumes.empty());  // mrun run's -v; a bundle's mounts are its own table
-  REQUIRE(c.config_mounts);
-  const auto& mounts = c.config_mounts->mounts;
+  const auto& mounts = c.mounts.mounts;
   REQUIRE(mounts.size() == spec.mounts->size());
   REQUIRE(mounts[mounts.size() - 3].source == "/srv");
   REQUIRE(mounts[mounts.size() - 2].source == "/bundle/sub");  // relative: the bundle's
   REQUIRE(mounts.back().destination == "/run");
-  REQUIRE(std::count(c.config_mounts->masked_paths.begin(), c.config_mounts->masked_paths.end(),
+  REQUIRE(std::count(c.mounts.masked_paths.begin(), c.mounts.masked_paths.end(),
                      "/etc/secret") == 1);
-  REQUIRE(c.config_mounts->read_only_root);
-  REQUIRE(c.overlay == runtime::OverlayMode::none);  // root.path as it is
+  REQUIRE(c.mounts.read_only_root);
+  REQUIRE(c.run.overlay == runtime::OverlayMode::none);  // root.path as it is
   REQUIRE(c.keep_groups);
   REQUIRE(c.annotations.at("x") == "y");
   REQUIRE(c.resources.memory.limit == 1048576);
@@ -404,9 +401,8 @@ TEST_CASE("ctr's unmodified default spec converts whole: mounts, namespaces, roo
                            "configs/ctr-tty-read-only-mount-with-ns.json"}) {
     INFO(name);
     auto c = convert(oci::parse_spec(fixture(name)), 0);
-    REQUIRE(c.overlay == runtime::OverlayMode::none);
-    REQUIRE(c.config_mounts);
-    const auto& mounts = c.config_mounts->mounts;
+    REQUIRE(c.run.overlay == runtime::OverlayMode::none);
+    const auto& mounts = c.mounts.mounts;
     REQUIRE(std::any_of(mounts.begin(), mounts.end(), [](const mount::ConfigMount& m) {
       return m.destination == "/run" && m.type == "tmpfs";
     }));

@@ -1,0 +1,163 @@
+#include "runtime/lifecycle.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <optional>
+#include <thread>
+
+#include "base/error.hpp"
+#include "base/unique_fd.hpp"
+#include "runtime/hooks.hpp"
+#include "runtime/launcher.hpp"
+#include "runtime/processes.hpp"
+#include "sys/fs.hpp"
+#include "sys/syscalls.hpp"
+
+namespace mrun::runtime {
+
+namespace {
+
+// Opening the fifo for reading releases the container's open for writing; it then
+// writes one byte and goes on to exec. Non-blocking, so a container that died meanwhile
+// is an error, not a hang.
+void release_exec_fifo(const std::string& fifo, const std::string& id) {
+  UniqueFd fd(::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (!fd) throw_errno("open exec fifo " + fifo);
+  struct pollfd p {
+    fd.get(), POLLIN, 0
+  };
+  int ready;
+  do {
+    ready = ::poll(&p, 1, 10000);
+  } while (ready < 0 && errno == EINTR);
+  char byte = 0;
+  if (ready <= 0 || ::read(fd.get(), &byte, 1) != 1) {
+    throw Error("container " + id + " did not take the start signal (did it die?)", ESRCH);
+  }
+  ::unlink(fifo.c_str());
+}
+
+// The config's poststart hooks, from the state dir (a bundle may have changed since
+// create), with the container's state on stdin; a failure is a warning (the spec).
+void run_poststart_hooks(const StateStore& store, const ContainerState& state, const Context& ctx) {
+  auto text = sys::read_file(store.dir_of(state.name) + "/hooks.json");
+  if (!text) return;
+  try {
+    run_hooks(hooks_from_json(*text).poststart, "poststart",
+              oci_state_json(state, Status::running));
+  } catch (const Error& e) {
+    ctx.log.warn(e.what());
+  }
+}
+
+// Gives a container's monitor a moment to record the exit and clean up, so that delete
+// does not race it for the state directory.
+void wait_for_monitor(const ContainerState& state) {
+  for (int i = 0; i < 500 && process_alive(state.monitor_pid, state.monitor_start); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+}  // namespace
+
+ContainerState existing_container(const StateStore& store, const std::string& id) {
+  auto state = store.read(id);
+  if (!state) throw Error("container does not exist: " + id, ENOENT, "see `mrun list`");
+  return *state;
+}
+
+void start_container(const Context& ctx, const std::string& id) {
+  StateStore store(ctx.state_root);
+  ContainerState state;
+  {
+    // Under the lock from check to record: two concurrent starts never both release it.
+    StateLock lock(store.root());
+    state = existing_container(store, id);
+    switch (effective_status(state)) {
+      case Status::created: break;
+      case Status::stopped: throw Error("cannot start a container that has stopped");
+      case Status::running: throw Error("cannot start an already running container");
+      case Status::creating: throw Error("cannot start a container in the creating state");
+    }
+    release_exec_fifo(store.dir_of(id) + "/exec.fifo", id);
+    state.status = Status::running;
+    store.write(state);
+  }
+  // Outside the lock: a hook may well ask `mrun state`.
+  run_poststart_hooks(store, state, ctx);
+}
+
+void kill_container(const Context& ctx, const std::string& id, int signal, bool all) {
+  StateStore store(ctx.state_root);
+  const ContainerState state = existing_container(store, id);
+  auto status = effective_status(state);
+  if (status != Status::running && status != Status::created) {
+    throw Error("container \"" + id + "\" is not running (container not running)", ESRCH);
+  }
+  if (all) {
+    for (pid_t pid : container_processes(state)) {
+      try {
+        UniqueFd fd = sys::pidfd_open(pid);
+        sys::pidfd_send_signal(fd.get(), signal);
+      } catch (const Error&) {
+        // gone already
+      }
+    }
+    return;
+  }
+  // pidfd + start time: never signal a process that merely reused the pid.
+  UniqueFd pidfd = sys::pidfd_open(state.pid);
+  if (!process_alive(state.pid, state.pid_start) || !sys::pidfd_send_signal(pidfd.get(), signal)) {
+    throw Error("container \"" + id + "\" is not running", ESRCH);
+  }
+}
+
+void delete_container(const Context& ctx, const std::string& id, bool force) {
+  StateStore store(ctx.state_root);
+  auto state = store.read(id);
+  if (!state && !sys::exists(store.dir_of(id))) {
+    if (force) return;  // as runc: --force deletes what exists, and nothing is fine
+    throw Error("container does not exist: " + id, ENOENT, "see `mrun list`");
+  }
+  auto status = state ? effective_status(*state) : Status::stopped;
+  // As runc: a created container (its process never ran) is deleted without --force.
+  if (state && status != Status::stopped) {
+    if (!force && status != Status::created) {
+      throw Error("cannot delete container " + id + " that is not stopped: " + to_string(status),
+                  EBUSY, "stop it with `mrun kill " + id + "` or use `mrun delete -f`");
+    }
+    if (process_alive(state->pid, state->pid_start)) {
+      UniqueFd pidfd = sys::pidfd_open(state->pid);
+      sys::pidfd_send_signal(pidfd.get(), SIGKILL);
+    }
+  }
+  // Also when it is stopped: an OCI-created container is reaped by the engine, which may
+  // delete it while mrun's monitor still cleans up after it.
+  if (state) wait_for_monitor(*state);
+  // Read before the state dir goes: poststop runs after the container is gone (the spec).
+  auto hooks_json = sys::read_file(store.dir_of(id) + "/hooks.json");
+  {
+    StateLock lock(store.root());
+    // Another delete may have won the race while we waited for the lock.
+    if (!sys::exists(store.dir_of(id))) {
+      if (force) return;
+      throw Error("container does not exist: " + id, ENOENT, "see `mrun list`");
+    }
+    remove_container(ctx, id);
+  }
+  if (hooks_json && state) {
+    try {
+      run_hooks(hooks_from_json(*hooks_json).poststop, "poststop",
+                oci_state_json(*state, Status::stopped));
+    } catch (const Error& e) {
+      ctx.log.warn(e.what());  // the spec: a poststop failure is a warning
+    }
+  }
+}
+
+}  // namespace mrun::runtime
