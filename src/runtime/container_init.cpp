@@ -17,6 +17,7 @@
 #include "base/error.hpp"
 #include "base/phase_trace.hpp"
 #include "base/strings.hpp"
+#include "mount/console.hpp"
 #include "mount/mount_apply.hpp"
 #include "runtime/become_command.hpp"
 #include "runtime/hooks.hpp"
@@ -300,7 +301,7 @@ void container_main(const LaunchSpec& spec, const ContainerEnd& sync, const Uniq
     }
     join_new_keyring(spec);
     if (spec.config.tty) {
-      attach_new_pty(sync, true);
+      attach_new_pty(sync, true, true);
     } else {
       attach_stdio(spec);
     }
@@ -317,12 +318,20 @@ void container_main(const LaunchSpec& spec, const ContainerEnd& sync, const Uniq
   }
 }
 
-void attach_new_pty(const ContainerEnd& sync, bool wait_until_ready) {
+void attach_new_pty(const ContainerEnd& sync, bool wait_until_ready, bool console) {
   UniqueFd master(::open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC));
   if (!master) throw_errno("open /dev/ptmx in the container");
   if (::unlockpt(master.get()) != 0) throw_errno("unlock pty");
   int slave = ::ioctl(master.get(), TIOCGPTPEER, O_RDWR | O_NOCTTY);
   if (slave < 0) throw_errno("open pty slave");
+  if (console) {
+    try {
+      mount::bind_console(slave);
+    } catch (...) {
+      ::close(slave);
+      throw;
+    }
+  }
   sync.send(ToMonitor::pty_master, 0, "", master.get());
   master.reset();
   if (wait_until_ready) sync.expect(ToContainer::pty_ready);

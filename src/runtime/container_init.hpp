@@ -19,7 +19,9 @@ std::string session_keyring_name(const std::string& id);
 
 // Opens a pty inside the container's own devpts (so `tty` shows /dev/pts/N there),
 // hands the master to mrun over SYNC, optionally waits until mrun has taken it (run
-// sizes it first), and makes the slave our controlling terminal and stdio.
-void attach_new_pty(const ContainerEnd& sync, bool wait_until_ready);
+// sizes it first), and makes the slave our controlling terminal and stdio. With
+// `console` (the container's own terminal, not exec's) the slave is bound onto
+// /dev/console too (mount/console.hpp), as the runtime spec asks.
+void attach_new_pty(const ContainerEnd& sync, bool wait_until_ready, bool console = false);
 
 }  // namespace mrun::runtime

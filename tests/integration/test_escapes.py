@@ -472,10 +472,9 @@ def test_nested_volume_target_raced_with_a_symlink_stays_inside(mrun, rootfs, tm
 # ---- CVE-2025-52565: /dev/console -------------------------------------------------
 # runc bound the terminal's pty onto /dev/console by path, before the masks and the
 # read-only paths: an image whose /dev/console is a symlink to a procfs file, or one
-# swapped in during setup, got the pty mounted over that file. mrun mounts nothing on
-# /dev/console (the pty reaches the command as its descriptors 0-2, from the
-# container's own devpts), so neither the image's link nor a racer can redirect a
-# mount there. These tests hold any future console setup to that.
+# swapped in during setup, got the pty mounted over that file. mrun binds the pty
+# (from its descriptor) onto /dev/console opened without following any link
+# (mount/console.hpp), and refuses a link there.
 
 CORE_PATTERN = "/proc/sys/kernel/core_pattern"
 # readlink first, once: a racer may swap the entry between two tests of it.
@@ -526,7 +525,7 @@ def _run_on_pty(mrun, *args, timeout=30):
 def _check_console_run(text, what, allowed_console):
     """The container's report (_CONSOLE_SCRIPT): nothing mounted over core_pattern or any
     procfs file, a mount on /dev/console only ever a devpts node, the console as
-    ALLOWED_CONSOLE, and the command on a pty."""
+    ALLOWED_CONSOLE (None: any), and the command on a pty."""
     table, sep, rest = text.partition("\n---\n")
     assert sep, f"{what}: no report\n{text}"
     mounts = M.parse_mountinfo(table)
@@ -537,7 +536,8 @@ def _check_console_run(text, what, allowed_console):
     console = [m for m in mounts if m.point == "/dev/console"]
     assert all(m.fstype == "devpts" for m in console), f"{what}: /dev/console is {console}\n{text}"
     fields = dict(line.split("=", 1) for line in rest.splitlines() if "=" in line)
-    assert fields.get("console") in allowed_console, f"{what}: {fields}\n{text}"
+    if allowed_console is not None:
+        assert fields.get("console") in allowed_console, f"{what}: {fields}\n{text}"
     assert fields.get("tty", "").startswith("/dev/pts/"), f"{what}: not on a pty\n{text}"
 
 
@@ -552,7 +552,8 @@ def test_image_console_symlink_to_core_pattern_is_not_mounted_on(mrun, private_r
     """The image's /dev/console is a symlink to /proc/sys/kernel/core_pattern (in the
     image itself with --overlay none, in the overlay's lower layer by default). With
     -t, nothing is mounted over core_pattern, the image's /dev is hidden by mrun's
-    tmpfs (its link is not even seen), and the host's core_pattern is unchanged."""
+    tmpfs (its link is not even seen), /dev/console is the pty (the runtime spec's
+    default device), and the host's core_pattern is unchanged."""
     before = _read_core_pattern()
     dev = os.path.join(private_rootfs, "dev")
     os.makedirs(dev, exist_ok=True)
@@ -560,8 +561,7 @@ def test_image_console_symlink_to_core_pattern_is_not_mounted_on(mrun, private_r
     rc, out = _run_on_pty(mrun, "run", "--rm", "-t", "--name", name, "--network", "none",
                           "--overlay", overlay, private_rootfs, "/bin/sh", "-c", _CONSOLE_SCRIPT)
     assert rc == 0, out
-    # mrun makes no /dev/console on its tmpfs /dev; a future one must be a char device.
-    _check_console_run(out, f"--overlay {overlay}", {"absent", "char"})
+    _check_console_run(out, f"--overlay {overlay}", {"char"})
     assert _read_core_pattern() == before
     assert os.readlink(os.path.join(dev, "console")) == CORE_PATTERN, "the image was changed"
 
@@ -571,11 +571,11 @@ def test_bundle_dev_console_raced_with_a_symlink_to_core_pattern(mrun, private_r
     """An OCI bundle whose config binds /dev from a host directory D the test controls,
     with process.terminal true (the pty's master goes to --console-socket), while
     another process swaps D/console between a regular file and a symlink to
-    core_pattern. Over repeated `mrun run --bundle` starts: each exits 0 or 125 with one
-    line; core_pattern is never a mount point in the container (nor a mount over
-    /proc/sys other than its own read-only bind); a mount on /dev/console is only ever
-    a devpts node; the host's core_pattern, its mount table and the regular file's
-    content are unchanged."""
+    core_pattern. Over repeated `mrun run --bundle` starts: each exits 0 with the pty on
+    /dev/console (the regular file was there), or 125 with one line (the link was);
+    core_pattern is never a mount point in the container (nor a mount over /proc/sys
+    other than its own read-only bind); the host's core_pattern, its mount table and
+    both entries of D are unchanged."""
     import socket
     import threading
     devdir = tmp_path / "dev"
@@ -650,9 +650,10 @@ def test_bundle_dev_console_raced_with_a_symlink_to_core_pattern(mrun, private_r
                 outcomes["refused: " + r.err.strip()[:80]] += 1
                 continue
             assert r.rc == 0, f"run {run}\n{r!r}"
-            # D/console as the container saw it: the regular file or the link, untouched.
-            _check_console_run(got.get("out", ""), f"run {run}",
-                               {"file", "link:" + CORE_PATTERN})
+            # The pty, bound onto the regular file (never through the link). What the
+            # name shows afterwards is the racer's business: it renames the file away
+            # and back while the container looks.
+            _check_console_run(got.get("out", ""), f"run {run}", None)
             outcomes["ran"] += 1
     finally:
         swaps = racer.stop()
@@ -666,3 +667,32 @@ def test_bundle_dev_console_raced_with_a_symlink_to_core_pattern(mrun, private_r
                (devdir / n).read_text() for n in ("console", "console-link")}
     assert sorted(entries.values()) == sorted(["REGULAR\n", CORE_PATTERN]), entries
     print(summary)
+
+
+def test_bundle_dev_console_symlink_is_refused_and_left_alone(mrun, private_rootfs, tmp_path,
+                                                              name):
+    """The same /dev bound from a host directory, its console a symlink to core_pattern
+    and no racer: mrun refuses to bind the terminal through the link (125, one line
+    naming /dev/console), removes nothing of the host's directory, and mounts nothing."""
+    devdir = tmp_path / "dev"
+    devdir.mkdir()
+    os.chmod(tmp_path, 0o755)
+    os.chmod(devdir, 0o755)
+    os.symlink(CORE_PATTERN, devdir / "console")
+    os.symlink("pts/ptmx", devdir / "ptmx")
+
+    def bind_dev(config):
+        mounts = [m for m in config["mounts"] if m["destination"] != "/dev"]
+        mounts.insert(1, {"destination": "/dev", "type": "bind", "source": str(devdir),
+                          "options": ["rbind", "rw"]})
+        config["mounts"] = mounts
+
+    bundle = M.oci_bundle(mrun, tmp_path, private_rootfs, ["/bin/true"], edit=bind_dev,
+                          terminal=True)
+    host_mounts = M.mount_keys(M.host_mounts())
+    rc, out = _run_on_pty(mrun, "run", "--bundle", bundle, name)
+    mrun("delete", "--force", name)
+    assert rc == 125, out
+    assert "/dev/console" in out and "symlink" in out, out
+    assert os.readlink(devdir / "console") == CORE_PATTERN
+    assert M.mount_keys(M.host_mounts()) == host_mounts
