@@ -105,20 +105,24 @@ void reset_signals() {
 // a holder of CAP_SYS_RESOURCE set, inherited across fork.
 void set_oom_score_adj(int value) {
   const char* path = "/proc/self/oom_score_adj";
-  UniqueFd fd(::open(path, O_WRONLY | O_CLOEXEC));
   std::string text = std::to_string(value);
-  if (fd && ::write(fd.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size())) {
-    return;
+  const std::string what = "process.oomScoreAdj: write " + text + " to " + path;
+  UniqueFd fd;
+  try {
+    // Through a descriptor of this process's own procfs entry (sys::open_own_proc_file).
+    fd = sys::open_own_proc_file("oom_score_adj", O_WRONLY);
+  } catch (const Error& e) {
+    throw e.wrap(what);
   }
+  if (::write(fd.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size())) return;
   int err = errno;
-  std::string what = "process.oomScoreAdj: write " + text + " to " + path;
   if (err == EACCES || err == EPERM) {
     throw Error(what, err,
                 "lowering the OOM score adjustment needs CAP_SYS_RESOURCE in the host's user "
                 "namespace (rootful mrun); rootless, give a value at least the caller's (cat " +
                     std::string(path) + ")");
   }
-  throw Error(what, err, "the value must be within -1000..1000, with /proc mounted");
+  throw Error(what, err, "the value must be within -1000..1000");
 }
 
 std::optional<std::vector<gid_t>> supplementary_groups(const CommandProcess& process,

@@ -190,6 +190,26 @@ void keep_fds_across_exec(int preserve) {
   }
 }
 
+UniqueFd open_own_proc_file(const std::string& name, int flags) {
+  UniqueFd proc(::open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  struct statfs fs {};
+  if (!proc || ::fstatfs(proc.get(), &fs) != 0) throw_errno("open /proc");
+  if (fs.f_type != PROC_SUPER_MAGIC) {
+    throw Error("/proc is not procfs", EXDEV,
+                "mount a proc filesystem on /proc (mounts in config.json), as the runtime "
+                "spec expects");
+  }
+  // By our pid, not through the "self" link, and following no link at all: the file is
+  // this procfs's own entry for this process, on this very mount.
+  const std::string relative = std::to_string(::getpid()) + "/" + name;
+  struct open_how how {};
+  how.flags = static_cast<unsigned long long>(flags | O_CLOEXEC | O_NOCTTY);
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
+  long fd = ::syscall(SYS_openat2, proc.get(), relative.c_str(), &how, sizeof how);
+  if (fd < 0) throw_errno("open /proc/" + relative);
+  return UniqueFd(static_cast<int>(fd));
+}
+
 void write_proc_sys(const std::string& relative, const std::string& value) {
   UniqueFd dir(::open("/proc/sys", O_PATH | O_DIRECTORY | O_CLOEXEC));
   struct statfs fs {};

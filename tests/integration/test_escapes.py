@@ -696,3 +696,26 @@ def test_bundle_dev_console_symlink_is_refused_and_left_alone(mrun, private_root
     assert "/dev/console" in out and "symlink" in out, out
     assert os.readlink(devdir / "console") == CORE_PATTERN
     assert M.mount_keys(M.host_mounts()) == host_mounts
+
+
+# ---- CVE-2025-52881: a /proc write that lands elsewhere ---------------------------
+# runc's writes to /proc files (apparmor's attr, sysctls) followed whatever a config's
+# mounts put at /proc. mrun writes sysctls through the host's /proc/sys (procfs checked,
+# no link, no mount crossed) and the container's oom_score_adj through /proc/<pid> of a
+# /proc it checks is procfs (sys::open_own_proc_file).
+
+def test_oom_score_adj_refuses_a_proc_that_is_not_procfs(mrun, private_rootfs, tmp_path, name):
+    """A config whose /proc is a tmpfs and that asks for process.oomScoreAdj: 125 naming
+    /proc, not a write into the tmpfs that leaves the score unset without a word."""
+    def tmpfs_proc(config):
+        for m in config["mounts"]:
+            if m["destination"] == "/proc":
+                m.update({"type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "nodev"]})
+
+    bundle = M.oci_bundle(mrun, tmp_path, private_rootfs, ["/bin/true"], edit=tmpfs_proc,
+                          oomScoreAdj=500)
+    r = mrun("run", "--bundle", bundle, name)
+    mrun("delete", "--force", name)
+    assert r.rc == 125, r
+    assert "/proc is not procfs" in r.err and "oomScoreAdj" in r.err, r
+    assert _single_error_line(r), r
