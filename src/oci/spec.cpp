@@ -133,6 +133,7 @@ Process parse_process(const json& j) {
   if (auto it = j.find("rlimits"); it != j.end() && !it->is_null()) {
     if (!it->is_array()) throw bad("process.rlimits", "must be an array");
     for (const auto& r : *it) {
+      object_at(r, "process.rlimits[]");
       Rlimit limit;
       get(r, "type", limit.type, "process.rlimits[].");
       get(r, "hard", limit.hard, "process.rlimits[].");
@@ -207,6 +208,7 @@ Linux parse_linux(const json& j) {
   if (auto it = j.find("namespaces"); it != j.end() && !it->is_null()) {
     if (!it->is_array()) throw bad("linux.namespaces", "must be an array");
     for (const auto& n : *it) {
+      object_at(n, "linux.namespaces[]");
       Namespace ns;
       get(n, "type", ns.type, "linux.namespaces[].");
       get(n, "path", ns.path, "linux.namespaces[].");
@@ -219,6 +221,7 @@ Linux parse_linux(const json& j) {
     if (!it->is_array()) throw bad(std::string("linux.") + key, "must be an array");
     out.emplace();
     for (const auto& m : *it) {
+      object_at(m, std::string("linux.") + key + "[]");
       IdMapping map;
       std::string where = std::string("linux.") + key + "[].";
       get(m, "containerID", map.container_id, where);

@@ -128,6 +128,20 @@ TEST_CASE("malformed documents and wrong types name what is wrong") {
       Catch::Contains("process.user.uid"));
   REQUIRE_THAT(error_of([] { oci::parse_spec(R"({"ociVersion": 1e999})"); }),
                Catch::Contains("malformed JSON"));
+  // An entry of a list of objects that is not one, named as such (it became an empty
+  // record before, refused later for a field it never had).
+  REQUIRE_THAT(
+      error_of([] { edited("runc-spec.json", [](json& j) { j["process"]["rlimits"] = {5}; }); }),
+      Catch::Contains("process.rlimits[]: must be an object"));
+  REQUIRE_THAT(error_of([] {
+                 edited("runc-spec.json",
+                        [](json& j) { j["linux"]["namespaces"].push_back("pid"); });
+               }),
+               Catch::Contains("linux.namespaces[]: must be an object"));
+  REQUIRE_THAT(error_of([] {
+                 edited("runc-spec.json", [](json& j) { j["linux"]["uidMappings"] = {true}; });
+               }),
+               Catch::Contains("linux.uidMappings[]: must be an object"));
 }
 
 TEST_CASE("a number is never narrowed or rounded into a field (tests/fuzz/regressions/config)") {
@@ -319,8 +333,8 @@ TEST_CASE("the config's mounts are the container's, in order; annotations carry 
   REQUIRE(mounts[mounts.size() - 3].source == "/srv");
   REQUIRE(mounts[mounts.size() - 2].source == "/bundle/sub");  // relative: the bundle's
   REQUIRE(mounts.back().destination == "/run");
-  REQUIRE(std::count(c.mounts.masked_paths.begin(), c.mounts.masked_paths.end(),
-                     "/etc/secret") == 1);
+  REQUIRE(std::count(c.mounts.masked_paths.begin(), c.mounts.masked_paths.end(), "/etc/secret") ==
+          1);
   REQUIRE(c.mounts.read_only_root);
   REQUIRE(c.run.overlay == runtime::OverlayMode::none);  // root.path as it is
   REQUIRE(c.keep_groups);
