@@ -121,6 +121,57 @@ std::vector<MountStep> plan_device_mounts(const std::vector<HostDevice>& devices
   return steps;
 }
 
+std::optional<HostNode> host_node(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return std::nullopt;
+  return HostNode{static_cast<mode_t>(st.st_mode & S_IFMT), st.st_rdev};
+}
+
+std::vector<MountStep> plan_config_devices(
+    const std::vector<ConfigDevice>& devices, bool can_mknod,
+    const std::function<std::optional<HostNode>(const std::string&)>& host) {
+  std::vector<MountStep> steps;
+  for (const auto& d : devices) {
+    const mode_t type = d.type == 'b' ? S_IFBLK : d.type == 'p' ? S_IFIFO : S_IFCHR;
+    const dev_t rdev = type == S_IFIFO ? 0 : ::makedev(d.major, d.minor);
+    MountStep step;
+    step.target = d.path;
+    step.source = d.path;
+    if (can_mknod || type == S_IFIFO) {
+      step.kind = StepKind::device_node;
+      step.node_type = type;
+      step.device = rdev;
+      step.mode = d.file_mode;
+      step.uid = d.uid;
+      step.gid = d.gid;
+      steps.push_back(step);
+      continue;
+    }
+    const std::string what = "linux.devices (" + d.path + ", " + std::string(1, d.type) + " " +
+                             std::to_string(d.major) + ":" + std::to_string(d.minor) + ")";
+    auto node = host(d.path);
+    if (!node) {
+      throw Error(what +
+                      ": a rootless container cannot make device nodes, and the host has "
+                      "no node at " +
+                      d.path + " to bind",
+                  ENOENT, "give a device the host has at that path, or run rootful");
+    }
+    if (node->type != type || node->rdev != rdev) {
+      throw Error(what + ": the host's " + d.path + " is another node (" +
+                      std::to_string(::major(node->rdev)) + ":" +
+                      std::to_string(::minor(node->rdev)) + ")",
+                  EINVAL, "give the numbers of the host's node, or run rootful");
+    }
+    // The host's inode: usable through a read-only bind, never chmod'ed or chown'ed.
+    step.kind = StepKind::bind;
+    step.target_is_file = true;
+    step.read_only = true;
+    steps.push_back(step);
+  }
+  return steps;
+}
+
 GpuRequest parse_gpu(const std::string& text) {
   GpuRequest request;
   if (text == "all") {

@@ -12,6 +12,8 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,6 +49,36 @@ HostDevice inspect_device(const DeviceSpec& spec);
 
 // Rootful: mknod steps; rootless: binds onto empty files. Targets are container paths.
 std::vector<MountStep> plan_device_mounts(const std::vector<HostDevice>& devices, bool can_mknod);
+
+// One linux.devices entry of a config: a node the container gets at `path`. Rootful it
+// is made (mknod) with these numbers, mode and owner, as runc does; rootless the kernel
+// refuses mknod, so the host's node at the same path is bound instead (it must exist
+// and match). A FIFO is made either way (mkfifo needs no privilege).
+struct ConfigDevice {
+  std::string path;  // absolute, in the container
+  char type = 'c';   // c (the spec's u too), b, p
+  std::uint32_t major = 0;
+  std::uint32_t minor = 0;
+  mode_t file_mode = 0666;  // runc's default
+  uid_t uid = 0;
+  gid_t gid = 0;
+  bool operator==(const ConfigDevice&) const = default;
+};
+
+// What the host has at a path: its file type (S_IFCHR, ...) and device number.
+struct HostNode {
+  mode_t type = 0;
+  dev_t rdev = 0;
+};
+// lstat of a host path; nullopt when there is nothing.
+std::optional<HostNode> host_node(const std::string& path);
+
+// linux.devices as plan steps: mknod steps when `can_mknod` (and for FIFOs always), else
+// read-only binds of the host's node at the same path, which `host` must show with the
+// same type and numbers: otherwise an Error naming the entry and the fix.
+std::vector<MountStep> plan_config_devices(
+    const std::vector<ConfigDevice>& devices, bool can_mknod,
+    const std::function<std::optional<HostNode>(const std::string&)>& host);
 
 // --gpu all|N[,N...]
 struct GpuRequest {

@@ -203,15 +203,16 @@ class PlanApplier {
     }
   }
 
-  // Rootful only (the plan has no such step otherwise): a fresh node in the container's
-  // /dev, made relative to the parent's descriptor.
+  // Rootful only for device nodes (the plan has no such step otherwise), a FIFO either
+  // way: a fresh node in the container's tree, made relative to the parent's descriptor.
   void device_node(const MountStep& step) {
     auto [dir, leaf] = parent_and_leaf(step.target);
     // What the image has there (a node, a file) is replaced, as runc does.
     if (::unlinkat(dir.get(), leaf.c_str(), 0) != 0 && errno != ENOENT) {
       throw_errno("remove " + step.target + " to make the device node");
     }
-    if (::mknodat(dir.get(), leaf.c_str(), S_IFCHR | (step.mode & 07777), step.device) != 0) {
+    if (::mknodat(dir.get(), leaf.c_str(), step.node_type | (step.mode & 07777), step.device) !=
+        0) {
       throw_errno("mknod " + step.target + " (for " + step.source + ")",
                   "rootless containers cannot mknod; the node is bind-mounted instead");
     }

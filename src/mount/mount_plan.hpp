@@ -4,6 +4,7 @@
 // the new root. Targets are container paths, resolved under the new root at apply time.
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -19,7 +20,7 @@ enum class StepKind {
   read_only,         // bind the path onto itself and remount it read-only
   symlink,           // create a symlink (e.g. /dev/fd -> /proc/self/fd)
   root_read_only,    // remount the root read-only (--read-only), last
-  device_node,       // mknod a character device (rootful only: CAP_MKNOD in the host userns)
+  device_node,       // mknod a device node (rootful only: CAP_MKNOD in the host userns) or a FIFO
   root_propagation,  // linux.rootfsPropagation on the root mount, after everything else
 };
 
@@ -48,7 +49,9 @@ struct MountStep {
   std::uint64_t recursive_attrs_clear = 0;
   std::uint64_t propagation = 0;
   bool propagation_recursive = false;
-  // device_node: the host node's device number, permission bits and owner.
+  // device_node: the node's type (S_IFCHR, S_IFBLK, S_IFIFO), device number,
+  // permission bits and owner.
+  mode_t node_type = S_IFCHR;
   dev_t device = 0;
   mode_t mode = 0;
   uid_t uid = 0;

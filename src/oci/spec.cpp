@@ -1,6 +1,7 @@
 #include "oci/spec.hpp"
 
 #include <sys/resource.h>
+#include <sys/sysmacros.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -624,43 +625,54 @@ void convert_namespaces(const Linux& l, std::uint32_t uid, std::uint32_t gid,
   check(l.gid_mappings, gid, "linux.gidMappings");
 }
 
-// linux.devices carry no host path: as runc and crun do, the host node at the same
-// path is the one meant (engines such as podman resolve --device and CDI names to such
-// entries). mrun then mknods (rootful) or binds (rootless) it, with the host's numbers,
-// which must agree with the entry's.
+// linux.devices as the spec defines them: type, numbers (for all but FIFOs), fileMode
+// (runc's 0666 when absent; file type bits taken off), uid, gid. Pure: whether the host
+// has a node to bind (rootless) is the launcher's question. The default nodes podman
+// lists too are left to mrun, which always makes them, when the numbers are theirs.
 void convert_devices(const json& devices, runtime::ContainerConfig& c) {
   if (!devices.is_array()) throw bad("linux.devices", "must be an array");
   for (std::size_t i = 0; i < devices.size(); ++i) {
     const json& d = devices[i];
     std::string field = "linux.devices[" + std::to_string(i) + "]";
-    if (!d.is_object() || !d.contains("path") || !d["path"].is_string()) {
-      throw bad(field, "needs a path");
-    }
-    std::string path = d["path"].get<std::string>();
-    // get(), not json::value(), which throws nlohmann's type_error for a type that is
-    // not a string (the mistake tests/fuzz/fuzz_config.cpp caught in resources.devices;
-    // linux.devices is not fuzzed, as this conversion stat()s the host node).
-    std::string type = "c";
+    object_at(d, field);
+    mount::ConfigDevice device;
+    get(d, "path", device.path, field + ".");
+    if (!absolute(device.path)) throw bad(field + ".path", "must be an absolute path");
+    std::string type;
     get(d, "type", type, field + ".");
-    if (type != "c") {
-      throw unsupported(field + " (" + path + ")", "only character devices");
+    if (type != "c" && type != "u" && type != "b" && type != "p") {
+      throw bad(field + ".type", "\"" + type + "\" is not c, u, b or p");
     }
-    const auto& defaults = mount::default_device_nodes();
-    if (std::find(defaults.begin(), defaults.end(), path.substr(path.rfind('/') + 1)) !=
-            defaults.end() &&
-        path.rfind('/') == 4 && starts_with(path, "/dev/")) {
-      continue;  // one of the nodes mrun always provides (podman lists them too)
+    device.type = type == "u" ? 'c' : type[0];
+    std::optional<std::int64_t> major, minor;
+    get(d, "major", major, field + ".");
+    get(d, "minor", minor, field + ".");
+    if (device.type != 'p') {
+      if (!major || !minor) throw bad(field, "a " + type + " device needs major and minor");
+      if (*major < 0 || *major > 0xfff || *minor < 0 || *minor > 0xfffff) {
+        throw bad(field, "major:minor " + std::to_string(*major) + ":" + std::to_string(*minor) +
+                             " is out of range");
+      }
+      device.major = static_cast<std::uint32_t>(*major);
+      device.minor = static_cast<std::uint32_t>(*minor);
     }
-    auto host = mount::inspect_device(mount::parse_device(path));
-    auto number = [&](const char* key) -> std::int64_t {
-      return d.contains(key) && d[key].is_number_integer() ? d[key].get<std::int64_t>() : -1;
-    };
-    if ((number("major") >= 0 && number("major") != static_cast<std::int64_t>(host.major)) ||
-        (number("minor") >= 0 && number("minor") != static_cast<std::int64_t>(host.minor))) {
-      throw unsupported(field + " (" + path + ")",
-                        "its major:minor differ from the host node at that path");
+    std::optional<std::uint32_t> mode;
+    get(d, "fileMode", mode, field + ".");
+    if (mode) device.file_mode = static_cast<mode_t>(*mode & 07777);
+    std::optional<std::uint32_t> uid, gid;
+    get(d, "uid", uid, field + ".");
+    get(d, "gid", gid, field + ".");
+    device.uid = uid.value_or(0);
+    device.gid = gid.value_or(0);
+    if (starts_with(device.path, "/dev/") && device.path.rfind('/') == 4 && device.type == 'c') {
+      const std::string name = device.path.substr(5);
+      const auto& defaults = mount::default_device_nodes();
+      if (std::find(defaults.begin(), defaults.end(), name) != defaults.end() &&
+          mount::default_device_node(name).device == ::makedev(device.major, device.minor)) {
+        continue;
+      }
     }
-    c.devices.push_back(host.spec);
+    c.linux_devices.push_back(device);
   }
 }
 
@@ -825,7 +837,7 @@ runtime::ContainerConfig to_container_config(const Spec& spec, const std::string
   }
   convert_namespaces(l, uid, gid, c, log);
   if (l.devices) convert_devices(*l.devices, c);
-  c.devices.insert(c.devices.end(), additions.devices.begin(), additions.devices.end());
+  c.devices = additions.devices;
   if (l.resources) convert_resources(*l.resources, c, log);
   if (l.cgroups_path && !l.cgroups_path->empty()) {
     // Rootless, mrun's leaf goes where it can move the container: its delegated subtree.

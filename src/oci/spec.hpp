@@ -92,7 +92,7 @@ struct IdMapping {
 struct Linux {
   std::vector<Namespace> namespaces;
   std::optional<std::vector<IdMapping>> uid_mappings, gid_mappings;
-  std::optional<nlohmann::json> devices;    // kept as written: mrun rejects any for now
+  std::optional<nlohmann::json> devices;    // kept as written; converted in to_container_config
   std::optional<nlohmann::json> resources;  // checked field by field in the conversion
   std::optional<std::string> cgroups_path;
   std::optional<nlohmann::json> seccomp;  // handed to mrun's seccomp compiler as is

@@ -147,8 +147,10 @@ struct ContainerConfig {
   security::SecurityOptions security;
   // linux.resources (cgroup/resources.hpp).
   cgroup::Resources resources;
-  // linux.devices (the host's node at the same path, as runc and crun take it) and
-  // mrun run's --device nodes: mknod'ed rootful, bound rootless.
+  // linux.devices, made or bound (mount::ConfigDevice).
+  std::vector<mount::ConfigDevice> linux_devices;
+  // mrun run's --device nodes and CDI's: a host node each, mknod'ed rootful with the
+  // host's numbers, bound rootless.
   std::vector<mount::DeviceSpec> devices;
   // Allow rules beyond the default set and the device nodes (linux.resources.devices).
   std::vector<cgroup::DeviceRule> device_rules;

@@ -188,8 +188,12 @@ std::vector<mount::MountStep> plan_mounts(const ContainerConfig& config,
                         {{"/etc/resolv.conf", "bind", network_files->resolv_conf, {"bind"}},
                          {"/etc/hosts", "bind", network_files->hosts, {"bind"}}});
   }
-  // --device and --gpu: mknod when the kernel lets us (rootful), else bind the host node.
+  // --device and --gpu: mknod when the kernel lets us (rootful), else bind the host node;
+  // linux.devices likewise, with the config's own numbers.
   input.devices = std::move(devices.nodes);
+  auto config_devices =
+      mount::plan_config_devices(config.linux_devices, privilege.can_mknod, mount::host_node);
+  input.devices.insert(input.devices.end(), config_devices.begin(), config_devices.end());
   input.injected = std::move(devices.userspace);
   auto plan = mount::plan_config_mounts(input);
   for (auto& step : plan) {
@@ -267,7 +271,7 @@ cgroup::Request cgroup_request(const ContainerConfig& config, const PrivilegeMod
   return request;
 }
 
-void check_inputs(const ContainerConfig& config) {
+void check_inputs(const ContainerConfig& config, const PrivilegeModel& privilege) {
   if (!sys::is_dir(config.rootfs)) {
     throw Error("rootfs " + config.rootfs + " is not a directory", ENOTDIR,
                 "give an existing rootfs directory, or omit it to use the built-in busybox rootfs");
@@ -289,6 +293,7 @@ void check_inputs(const ContainerConfig& config) {
   // Devices too, before anything is made: a missing node or a block device fails with
   // 125 and leaves nothing behind.
   for (const auto& d : config.devices) mount::inspect_device(d);
+  mount::plan_config_devices(config.linux_devices, privilege.can_mknod, mount::host_node);
 }
 
 // The container's state for its hooks, as `mrun state` prints it.
@@ -418,9 +423,9 @@ void sweep_leftovers(const Context& ctx, Sweep scope) {
 
 int run_container(const ContainerConfig& config, const Context& ctx, const LaunchHooks& hooks) {
   validate(config);
-  check_inputs(config);
   const PrivilegeModel privilege =
       privilege_model_for(::getuid(), &config, userns::in_initial_user_namespace());
+  check_inputs(config, privilege);
   StateStore store(ctx.state_root);
   store.ensure_root();
   MRUN_PHASE("run:checked");

@@ -598,6 +598,27 @@ def test_ctr_run_read_only_rootfs(ctr, name):
     assert "run-touch=0" in r.out, r  # /run is a tmpfs of ctr's spec
 
 
+def test_ctr_run_privileged_gets_the_hosts_devices(ctr, name):
+    """`ctr run --privileged`: every capability, no seccomp filter, and linux.devices with
+    every node of the host's /dev, block devices included (mrun refused them before),
+    each made with the host's numbers, mode and owner."""
+    blocks = sorted(os.path.basename(p) for p in glob.glob("/dev/*")
+                    if os.path.exists(p) and os.stat(p).st_mode & 0o170000 == 0o060000)
+    script = ("grep -E 'CapEff|Seccomp:' /proc/self/status; "
+              "for d in /dev/*; do [ -b $d ] && stat -c 'block %n %t:%T %a %u:%g' $d; done; "
+              "cat /proc/self/cgroup | head -1; true")
+    r = ctr.run(name, "sh", "-c", script, opts=("--privileged",))
+    M.assert_rc(r)
+    assert "Seccomp:\t0" in r.out, r
+    inside = {line.split()[1]: line for line in r.lines if line.startswith("block ")}
+    assert blocks, "this host has no block device in /dev to check with"
+    for b in blocks:
+        st = os.stat(f"/dev/{b}")
+        want = (f"block /dev/{b} {os.major(st.st_rdev):x}:{os.minor(st.st_rdev):x} "
+                f"{st.st_mode & 0o7777:o} {st.st_uid}:{st.st_gid}")
+        assert inside.get(f"/dev/{b}") == want, f"{b}: {inside.get(f'/dev/{b}')} != {want}\n{r!r}"
+
+
 def test_ctr_run_writes_land_in_containerds_snapshot(ctr, name):
     ctr.detach(name, "sleep", "300")
     try:

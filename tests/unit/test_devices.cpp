@@ -8,8 +8,8 @@
 
 #include "base/error.hpp"
 #include "gpupolicy/gpu_policy.h"
-#include "mount/devices.hpp"
 #include "mount/config_mounts.hpp"
+#include "mount/devices.hpp"
 #include "mount/mount_plan.hpp"
 #include "oci/run_config.hpp"
 
@@ -91,6 +91,41 @@ TEST_CASE("device plan: devices follow the /dev tmpfs and its default nodes, bef
   REQUIRE(at("/dev/fakegpu0") < at("/proc/kcore"));
   // The injected driver comes after the volumes: a volume on /opt cannot hide it.
   REQUIRE(at("/opt") < at("/opt/fakegpu/lib/libfakegpu.so.1"));
+}
+
+TEST_CASE("linux.devices: made rootful (FIFOs always), bound rootless from a matching node") {
+  std::vector<ConfigDevice> devices{{"/dev/loop0", 'b', 7, 0, 0660, 0, 6},
+                                    {"/dev/net/tun", 'c', 10, 200, 0666, 0, 0},
+                                    {"/run/fifo", 'p', 0, 0, 0600, 1, 1}};
+  auto host = [](const std::string& path) -> std::optional<HostNode> {
+    if (path == "/dev/loop0") return HostNode{S_IFBLK, makedev(7, 0)};
+    if (path == "/dev/net/tun") return HostNode{S_IFCHR, makedev(10, 200)};
+    return std::nullopt;
+  };
+  auto rootful = plan_config_devices(devices, true, host);
+  REQUIRE(rootful.size() == 3);
+  REQUIRE(rootful[0].kind == StepKind::device_node);
+  REQUIRE(rootful[0].node_type == S_IFBLK);
+  REQUIRE(rootful[0].device == makedev(7, 0));
+  REQUIRE(rootful[0].mode == 0660);
+  REQUIRE(rootful[0].gid == 6);
+  REQUIRE(rootful[1].node_type == S_IFCHR);
+  REQUIRE(rootful[2].node_type == S_IFIFO);
+
+  auto rootless = plan_config_devices(devices, false, host);
+  REQUIRE(rootless[0].kind == StepKind::bind);
+  REQUIRE(rootless[0].source == "/dev/loop0");
+  REQUIRE(rootless[0].read_only);
+  REQUIRE(rootless[1].kind == StepKind::bind);
+  REQUIRE(rootless[2].kind == StepKind::device_node);  // mkfifo needs no privilege
+  REQUIRE(rootless[2].node_type == S_IFIFO);
+
+  std::vector<ConfigDevice> absent{{"/dev/mrun-absent", 'c', 1, 3, 0666, 0, 0}};
+  REQUIRE_THROWS_WITH(plan_config_devices(absent, false, host),
+                      Catch::Contains("no node at /dev/mrun-absent"));
+  REQUIRE_NOTHROW(plan_config_devices(absent, true, host));
+  std::vector<ConfigDevice> other{{"/dev/net/tun", 'c', 10, 201, 0666, 0, 0}};
+  REQUIRE_THROWS_WITH(plan_config_devices(other, false, host), Catch::Contains("another node"));
 }
 
 TEST_CASE("--gpu: all or a list of numbers") {
