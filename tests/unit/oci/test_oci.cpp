@@ -240,7 +240,7 @@ TEST_CASE("namespaced sysctls (podman's ping_group_range) are carried to the con
                                                          {"net.ipv4.ping_group_range", "0 0"}});
 }
 
-TEST_CASE("linux.devices (podman's --device and CDI) come from the host node at that path") {
+TEST_CASE("linux.devices as the spec has them: type, numbers, mode, owner") {
   auto with_null = [](int minor) {
     return edited("crun-spec.json", [minor](json& j) {
       j["process"]["user"]["umask"] = 18;
@@ -251,13 +251,44 @@ TEST_CASE("linux.devices (podman's --device and CDI) come from the host node at 
     });
   };
   auto c = convert(with_null(3));
-  // /dev/null is one of mrun's own nodes: nothing to add.
-  REQUIRE(c.devices.empty());
+  // /dev/null 1:3 is one of mrun's own nodes: nothing to add.
+  REQUIRE(c.linux_devices.empty());
   REQUIRE(c.umask == mode_t{022});
-  auto with_zero = edited("crun-spec.json", [](json& j) {
-    j["linux"]["devices"] = {{{"path", "/dev/zero2"}, {"type", "c"}, {"major", 1}, {"minor", 5}}};
-  });
-  REQUIRE_THAT(error_of([&] { convert(with_zero); }), Catch::Contains("/dev/zero2"));
+  // Another node at that path is the config's to ask for.
+  REQUIRE(convert(with_null(5)).linux_devices.size() == 1);
+
+  // ctr run --privileged: the host's block devices, with their modes and owners.
+  auto all = convert(edited("crun-spec.json", [](json& j) {
+    j["linux"]["devices"] = {
+        {{"path", "/dev/loop0"},
+         {"type", "b"},
+         {"major", 7},
+         {"minor", 0},
+         {"fileMode", 0660 | 0060000},
+         {"uid", 0},
+         {"gid", 6}},
+        {{"path", "/dev/net/tun"}, {"type", "u"}, {"major", 10}, {"minor", 200}},
+        {{"path", "/run/fifo"}, {"type", "p"}}};
+  }));
+  using mrun::mount::ConfigDevice;
+  REQUIRE(all.linux_devices == std::vector<ConfigDevice>{{"/dev/loop0", 'b', 7, 0, 0660, 0, 6},
+                                                         {"/dev/net/tun", 'c', 10, 200, 0666, 0, 0},
+                                                         {"/run/fifo", 'p', 0, 0, 0666, 0, 0}});
+
+  auto fails = [](const json& device) {
+    return error_of([&] {
+      convert(edited("crun-spec.json", [&](json& j) { j["linux"]["devices"] = {device}; }));
+    });
+  };
+  REQUIRE_THAT(fails({{"path", "/dev/x"}, {"type", "c"}}),
+               Catch::Contains("needs major and minor"));
+  REQUIRE_THAT(fails({{"path", "/dev/x"}, {"type", "q"}, {"major", 1}, {"minor", 1}}),
+               Catch::Contains("linux.devices[0].type"));
+  REQUIRE_THAT(fails({{"path", "dev/x"}, {"type", "c"}, {"major", 1}, {"minor", 1}}),
+               Catch::Contains("linux.devices[0].path"));
+  REQUIRE_THAT(fails({{"path", "/dev/x"}, {"type", "c"}, {"major", -1}, {"minor", 1}}),
+               Catch::Contains("out of range"));
+  REQUIRE_THAT(fails(5), Catch::Contains("linux.devices[0]: must be an object"));
 }
 
 TEST_CASE("what mrun cannot honour is an error naming the field, never ignored") {
@@ -428,4 +459,33 @@ TEST_CASE("ctr's unmodified default spec converts whole: mounts, namespaces, roo
   REQUIRE(with_ns.namespaces.network.source == runtime::NamespaceSource::joined);
   auto host = convert(oci::parse_spec(fixture("configs/ctr-net-host.json")), 0);
   REQUIRE(host.network == runtime::NetworkMode::host);
+}
+
+TEST_CASE("podman 4.3's configs convert whole, rootful and rootless, default network or none") {
+  for (const char* mode : {"rootful", "rootless"}) {
+    for (const char* network : {"default", "network-none"}) {
+      const std::string name = std::string("configs/podman-") + mode + "-" + network + ".json";
+      INFO(name);
+      // Rootless podman runs the runtime as root of the user namespace it made.
+      auto c = convert(oci::parse_spec(fixture(name)), 0);
+      REQUIRE(c.run.overlay == runtime::OverlayMode::none);
+      REQUIRE(c.args == std::vector<std::string>{"true"});
+      REQUIRE(c.umask == mode_t{022});
+      REQUIRE(c.rlimits.size() == 2);
+      REQUIRE(c.security.seccomp == security::SeccompMode::file);  // podman's own profile
+      REQUIRE(c.security.no_new_privileges == false);
+      REQUIRE(c.namespaces.pid.source == runtime::NamespaceSource::fresh);
+      // Its default network is a namespace podman made (netavark or slirp4netns), joined.
+      auto want = std::string(network) == "default" ? runtime::NamespaceSource::joined
+                                                    : runtime::NamespaceSource::fresh;
+      REQUIRE(c.namespaces.network.source == want);
+      const auto& mounts = c.mounts.mounts;
+      REQUIRE(std::any_of(mounts.begin(), mounts.end(), [](const mount::ConfigMount& m) {
+        return m.destination == "/dev/shm" && m.type == "bind";  // podman's own /dev/shm
+      }));
+      REQUIRE(c.annotations.at("io.container.manager") == "libpod");
+      // And the whole table plans (the options are all ones mrun takes).
+      REQUIRE_NOTHROW(mount::plan_config_mounts(c.mounts));
+    }
+  }
 }
