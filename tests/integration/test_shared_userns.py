@@ -61,14 +61,26 @@ def test_containers_share_one_user_namespace_with_the_full_map(mrun, rootfs, sta
         _stop_holders(state)
 
 
-def test_userns_private_is_a_namespace_of_its_own(mrun, rootfs, state):
+def test_userns_private_is_a_namespace_of_its_own(mrun, rootfs, state, names):
+    """Each --userns private container has a user namespace of its own, apart from the
+    shared one. Compared while all of them live: a namespace's inode number is reused
+    once it is gone, so two that ran one after the other may show the same number."""
     m = mrun.with_args("--root", state)
+    kept = []
     try:
-        shared, _ = _userns_of_container(m, rootfs)
-        one, _ = _userns_of_container(m, rootfs, "--userns", "private")
-        two, _ = _userns_of_container(m, rootfs, "--userns", "private")
-        assert len({shared, one, two}) == 3, (shared, one, two)
+        seen = []
+        for opts in ((), ("--userns", "private"), ("--userns", "private")):
+            name = names()
+            M.assert_rc(m("run", "-d", "--name", name, "--network", "none", *opts, rootfs,
+                          "sleep", "300"))
+            kept.append(name)
+            r = m("exec", name, "readlink", "/proc/self/ns/user")
+            M.assert_rc(r)
+            seen.append(r.out.strip())
+        assert len(set(seen)) == 3, seen
     finally:
+        for name in kept:
+            m("delete", "--force", name)
         _stop_holders(state)
 
 
