@@ -87,6 +87,8 @@ class ExecCommand : public Command {
     request.umask = defaults.umask;
     request.rlimits = defaults.rlimits;
     request.oom_score_adj = defaults.oom_score_adj;
+    request.personality = defaults.personality;
+    request.memory_policy = defaults.memory_policy;
     if (!process_file_.empty()) {
       if (!command.empty()) {
         throw Error("exec: give either --process FILE or a command, not both", EINVAL);

@@ -32,7 +32,7 @@ class FeaturesCommand : public Command {
         {"hooks", runtime::hook_stage_names()},
         {"mountOptions", mount::known_mount_options()},
         {"linux",
-         {{"namespaces", {"cgroup", "ipc", "mount", "network", "pid", "user", "uts"}},
+         {{"namespaces", {"cgroup", "ipc", "mount", "network", "pid", "time", "user", "uts"}},
           {"capabilities", caps},
           {"cgroup",
            {{"v1", false},

@@ -589,40 +589,169 @@ void convert_namespaces(const Linux& l, std::uint32_t uid, std::uint32_t gid,
   if (c.namespaces.network.source == runtime::NamespaceSource::callers) {
     c.namespaces.network = {};  // NetworkMode::host says it
   }
-  if (!by_type.count("mount")) {
-    throw unsupported("linux.namespaces", "sharing the host's mount namespace");
+  c.namespaces.user = request("user");
+  c.namespaces.mount = request("mount");
+  c.namespaces.time = request("time");
+  if (c.namespaces.mount.source == runtime::NamespaceSource::callers) {
+    throw unsupported("linux.namespaces",
+                      "sharing the caller's mount namespace (mrun sets the rootfs up in a "
+                      "mount namespace of the container's: add {\"type\": \"mount\"})");
   }
-  if (by_type["mount"]->path && !by_type["mount"]->path->empty()) {
-    throw unsupported("linux.namespaces (mount)", "joining a mount namespace by path");
-  }
-  if (by_type.count("user") && by_type["user"]->path && !by_type["user"]->path->empty()) {
-    throw unsupported("linux.namespaces (user)", "joining a user namespace by path");
-  }
-  if (by_type.count("time")) throw unsupported("linux.namespaces (time)", "time namespaces");
   if (c.namespaces.uts.source == runtime::NamespaceSource::callers &&
       ((!c.hostname.empty()) || !c.domainname.empty())) {
     throw bad("hostname",
               "setting a hostname or domainname needs a uts namespace of the "
               "container's own (add {\"type\": \"uts\"} to linux.namespaces)");
   }
-  if (!by_type.count("user"))
+  if (c.namespaces.user.source == runtime::NamespaceSource::callers) {
     log.debug("oci: no user namespace asked for; rootless mrun makes one");
-  // mrun plans the maps itself: container root is the caller, plus /etc/subuid. A map
-  // that says otherwise cannot be honoured yet.
-  auto check = [](const std::optional<std::vector<IdMapping>>& maps, std::uint32_t id,
-                  const char* field) {
-    if (!maps) return;
-    for (const auto& m : *maps) {
-      bool root_is_caller = m.container_id == 0 && m.host_id == id && m.size == 1;
-      if (!root_is_caller) {
-        throw unsupported(field, "mrun maps container root to your id (" + std::to_string(id) +
-                                     ") and /etc/subuid ranges itself; other maps are not "
-                                     "supported yet");
-      }
+  }
+  // The maps of a new user namespace, as given: written by mrun (rootful, or inside a
+  // user namespace mrun runs as root of), or by newuidmap/newgidmap rootless, which
+  // check them against /etc/subuid and /etc/subgid.
+  if (l.uid_mappings || l.gid_mappings) {
+    if (c.namespaces.user.source != runtime::NamespaceSource::fresh) {
+      throw bad("linux.uidMappings",
+                "mappings are for a new user namespace (one joined by path has its own)");
     }
-  };
-  check(l.uid_mappings, uid, "linux.uidMappings");
-  check(l.gid_mappings, gid, "linux.gidMappings");
+    if (!l.uid_mappings || !l.gid_mappings || l.uid_mappings->empty() || l.gid_mappings->empty()) {
+      throw bad(
+          l.uid_mappings && !l.uid_mappings->empty() ? "linux.gidMappings" : "linux.uidMappings",
+          "a new user namespace needs both uid and gid mappings");
+    }
+    runtime::IdMappings maps;
+    auto copy = [](const std::vector<IdMapping>& in, std::vector<userns::IdMapEntry>& out,
+                   const char* field) {
+      for (const auto& m : in) {
+        if (m.size == 0 || std::uint64_t{m.container_id} + m.size > 0x100000000ULL ||
+            std::uint64_t{m.host_id} + m.size > 0x100000000ULL) {
+          throw bad(field, "mapping " + std::to_string(m.container_id) + " " +
+                               std::to_string(m.host_id) + " " + std::to_string(m.size) +
+                               " is empty or runs past 2^32");
+        }
+        out.push_back({m.container_id, m.host_id, m.size});
+      }
+    };
+    copy(*l.uid_mappings, maps.uids, "linux.uidMappings");
+    copy(*l.gid_mappings, maps.gids, "linux.gidMappings");
+    maps.callers_own = maps.uids == std::vector<userns::IdMapEntry>{{0, uid, 1}} &&
+                       maps.gids == std::vector<userns::IdMapEntry>{{0, gid, 1}};
+    c.id_mappings = std::move(maps);
+  } else if (c.namespaces.user.source == runtime::NamespaceSource::fresh && uid == 0 &&
+             c.run.userns != runtime::UsernsMode::single) {
+    throw bad("linux.uidMappings",
+              "a new user namespace needs uidMappings and gidMappings when mrun runs as root");
+  }
+}
+
+// linux.personality: {"domain": "LINUX"|"LINUX32", "flags": [...]}. runc takes those two
+// domains and no flags; so does mrun.
+void convert_personality(const Linux& l, runtime::ContainerConfig& c) {
+  auto it = l.extra.find("personality");
+  if (it == l.extra.end() || it->is_null()) return;
+  object_at(*it, "linux.personality");
+  std::string domain;
+  get(*it, "domain", domain, "linux.personality.");
+  if (domain == "LINUX") {
+    c.personality = 0x0000;  // PER_LINUX
+  } else if (domain == "LINUX32") {
+    c.personality = 0x0008;  // PER_LINUX32
+  } else {
+    throw bad("linux.personality.domain", "\"" + domain + "\" is not LINUX or LINUX32");
+  }
+  std::vector<std::string> flags;
+  get(*it, "flags", flags, "linux.personality.");
+  if (!flags.empty()) {
+    throw unsupported("linux.personality.flags",
+                      "no personality flags are supported (runc takes none either)");
+  }
+}
+
+// "0-3,7" -> a node mask, bit N for node N (set_mempolicy's format).
+std::vector<unsigned long> parse_node_list(const std::string& text, const std::string& field) {
+  constexpr unsigned long max_node = 4096;
+  std::vector<unsigned long> mask;
+  for (const auto& range : split(text, ',')) {
+    auto dash = range.find('-');
+    auto first = parse_u64(range.substr(0, dash));
+    auto last = dash == std::string::npos ? first : parse_u64(range.substr(dash + 1));
+    if (!first || !last || *first > *last || *last >= max_node) {
+      throw bad(field, "\"" + text + "\" is not a list of NUMA nodes such as 0-3,7");
+    }
+    for (auto node = *first; node <= *last; ++node) {
+      const std::size_t word = node / (8 * sizeof(unsigned long));
+      if (mask.size() <= word) mask.resize(word + 1, 0);
+      mask[word] |= 1UL << (node % (8 * sizeof(unsigned long)));
+    }
+  }
+  return mask;
+}
+
+// linux.memoryPolicy: {"mode": "MPOL_...", "nodes": "0-3", "flags": ["MPOL_F_..."]}.
+void convert_memory_policy(const Linux& l, runtime::ContainerConfig& c) {
+  auto it = l.extra.find("memoryPolicy");
+  if (it == l.extra.end() || it->is_null()) return;
+  object_at(*it, "linux.memoryPolicy");
+  static const std::map<std::string, int> modes{{"MPOL_DEFAULT", 0},
+                                                {"MPOL_PREFERRED", 1},
+                                                {"MPOL_BIND", 2},
+                                                {"MPOL_INTERLEAVE", 3},
+                                                {"MPOL_LOCAL", 4},
+                                                {"MPOL_PREFERRED_MANY", 5},
+                                                {"MPOL_WEIGHTED_INTERLEAVE", 6}};
+  static const std::map<std::string, unsigned> flag_bits{{"MPOL_F_NUMA_BALANCING", 1u << 13},
+                                                         {"MPOL_F_RELATIVE_NODES", 1u << 14},
+                                                         {"MPOL_F_STATIC_NODES", 1u << 15}};
+  runtime::MemoryPolicy policy;
+  std::string mode, nodes;
+  std::vector<std::string> flags;
+  get(*it, "mode", mode, "linux.memoryPolicy.");
+  get(*it, "nodes", nodes, "linux.memoryPolicy.");
+  get(*it, "flags", flags, "linux.memoryPolicy.");
+  auto m = modes.find(mode);
+  if (m == modes.end())
+    throw bad("linux.memoryPolicy.mode", "\"" + mode + "\" is not an MPOL_ mode");
+  policy.mode = m->second;
+  for (const auto& flag : flags) {
+    auto f = flag_bits.find(flag);
+    if (f == flag_bits.end()) {
+      throw bad("linux.memoryPolicy.flags", "\"" + flag + "\" is not an MPOL_F_ flag");
+    }
+    policy.flags |= f->second;
+  }
+  const bool takes_nodes = mode != "MPOL_DEFAULT" && mode != "MPOL_LOCAL";
+  if (!nodes.empty() && !takes_nodes) {
+    throw bad("linux.memoryPolicy.nodes", mode + " takes no nodes");
+  }
+  if (nodes.empty() && takes_nodes && mode != "MPOL_PREFERRED") {
+    throw bad("linux.memoryPolicy.nodes", mode + " needs nodes");
+  }
+  if (!nodes.empty()) policy.nodemask = parse_node_list(nodes, "linux.memoryPolicy.nodes");
+  c.memory_policy = std::move(policy);
+}
+
+// linux.timeOffsets: {"monotonic"|"boottime": {"secs", "nanosecs"}}, for a new time
+// namespace only (a joined one has its offsets already; the kernel freezes them when the
+// first process enters).
+void convert_time_offsets(const Linux& l, runtime::ContainerConfig& c) {
+  auto it = l.extra.find("timeOffsets");
+  if (it == l.extra.end() || it->is_null()) return;
+  object_at(*it, "linux.timeOffsets");
+  if (c.namespaces.time.source != runtime::NamespaceSource::fresh) {
+    throw bad("linux.timeOffsets", "offsets need a new time namespace (add {\"type\": \"time\"})");
+  }
+  for (auto clock = it->begin(); clock != it->end(); ++clock) {
+    const std::string where = "linux.timeOffsets." + clock.key();
+    if (clock.key() != "monotonic" && clock.key() != "boottime") {
+      throw bad(where, "only monotonic and boottime have offsets");
+    }
+    object_at(*clock, where);
+    runtime::TimeOffset offset;
+    get(*clock, "secs", offset.secs, where + ".");
+    get(*clock, "nanosecs", offset.nanosecs, where + ".");
+    if (offset.nanosecs >= 1000000000u) throw bad(where + ".nanosecs", "must be below 1e9");
+    (clock.key() == "monotonic" ? c.monotonic_offset : c.boottime_offset) = offset;
+  }
 }
 
 // linux.devices as the spec defines them: type, numbers (for all but FIFOs), fileMode
@@ -827,15 +956,25 @@ runtime::ContainerConfig to_container_config(const Spec& spec, const std::string
   for (auto it = l.extra.begin(); it != l.extra.end(); ++it) {
     // Labels are SELinux's: where it is not enabled they mean nothing, and runc and crun
     // ignore them there too. Where it is, mrun cannot apply them yet.
-    if (it.key() == "mountLabel" && !sys::exists("/sys/fs/selinux/enforce")) {
+    if (it.key() == "mountLabel") {
+      if (sys::exists("/sys/fs/selinux/enforce")) {
+        throw unsupported("linux.mountLabel", "mrun does not apply SELinux labels");
+      }
       log.debug("oci: linux.mountLabel: SELinux is not enabled here; nothing to apply");
-      continue;
     }
-    static const std::set<std::string> spec_fields{"mountLabel", "intelRdt", "personality",
-                                                   "timeOffsets", "memoryPolicy"};
-    if (spec_fields.count(it.key())) throw unsupported("linux." + it.key(), "not supported yet");
+    if (it.key() == "intelRdt") {
+      // Intel RDT (and AMD's QoS) works through the resctrl filesystem, which mrun does
+      // not drive: a config asking for it is refused, saying why where it is absent.
+      throw unsupported("linux.intelRdt", sys::is_dir("/sys/fs/resctrl/info")
+                                              ? "mrun does not drive resctrl (Intel RDT)"
+                                              : "this host has no resctrl filesystem (Intel "
+                                                "RDT) mounted at /sys/fs/resctrl");
+    }
   }
   convert_namespaces(l, uid, gid, c, log);
+  convert_time_offsets(l, c);
+  convert_personality(l, c);
+  convert_memory_policy(l, c);
   if (l.devices) convert_devices(*l.devices, c);
   c.devices = additions.devices;
   if (l.resources) convert_resources(*l.resources, c, log);

@@ -3,8 +3,10 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
+#include <sys/personality.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -188,6 +190,25 @@ std::string resolve_command(const std::string& name, const std::string& path_env
               exit_code::not_found);
 }
 
+// linux.personality and linux.memoryPolicy: both outlive execve, so they are set here,
+// once, for the command (and what it forks).
+static void set_execution_domain(const CommandProcess& process) {
+  if (process.personality && ::personality(*process.personality) < 0) {
+    throw_errno("linux.personality: set execution domain " + std::to_string(*process.personality));
+  }
+  if (process.memory_policy) {
+    const MemoryPolicy& p = *process.memory_policy;
+    const unsigned long maxnode = p.nodemask.size() * 8 * sizeof(unsigned long) + 1;
+    if (::syscall(SYS_set_mempolicy, p.mode | static_cast<int>(p.flags),
+                  p.nodemask.empty() ? nullptr : p.nodemask.data(),
+                  p.nodemask.empty() ? 0 : maxnode) != 0) {
+      throw_errno("linux.memoryPolicy: set_mempolicy",
+                  "give nodes this host has (/sys/devices/system/node) and a mode its kernel "
+                  "knows");
+    }
+  }
+}
+
 void become_command(const CommandProcess& process, const security::SecurityPlan& plan,
                     const std::function<void()>& before_exec) {
   // The container's own /etc/passwd, read by this process inside the container (never
@@ -209,6 +230,7 @@ void become_command(const CommandProcess& process, const security::SecurityPlan&
   }
 
   set_rlimits(process.rlimits);
+  set_execution_domain(process);
   set_groups(process, user.gid);
   // The uid/gid switch sits between the two halves of the capability setup: the
   // bounding set is cut (and, for a non-root user, PR_SET_KEEPCAPS set) while we still

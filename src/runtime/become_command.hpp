@@ -49,6 +49,9 @@ struct CommandProcess {
   bool keep_groups = false;
   // false: the user namespace denies setgroups (a single-id rootless map).
   bool may_setgroups = true;
+  // linux.personality and linux.memoryPolicy (kept across execve).
+  std::optional<unsigned long> personality;
+  std::optional<MemoryPolicy> memory_policy;
   int preserve_fds = 0;
 };
 

@@ -21,6 +21,7 @@
 #include "net/publish_spec.hpp"
 #include "runtime/hooks.hpp"
 #include "security/security_options.hpp"
+#include "userns/idmap.hpp"
 
 namespace mrun::runtime {
 
@@ -76,11 +77,41 @@ struct NamespaceRequest {
   NamespaceSource source = NamespaceSource::fresh;
   std::string path;  // joined: /proc/PID/ns/net, /run/netns/NAME, ...
 };
-// The kinds mrun lets a config choose. The mount namespace is always new and the user
-// namespace is the privilege model's (runtime/privilege.hpp); the network namespace is
-// NetworkMode (host: the caller's) plus `network.path` when one is joined.
+// Every kind a config may list. The mount namespace is new or joined (never the
+// caller's: the rootfs is set up in it); the user namespace, where the config has none,
+// is the privilege model's (runtime/privilege.hpp: rootful the host's, rootless one of
+// mrun's); the network namespace is NetworkMode (host: the caller's) plus
+// `network.path` when one is joined.
 struct NamespaceRequests {
   NamespaceRequest pid, ipc, uts, network, cgroup;
+  NamespaceRequest user{NamespaceSource::callers, {}};
+  NamespaceRequest mount;
+  NamespaceRequest time{NamespaceSource::callers, {}};
+};
+
+// linux.uidMappings and gidMappings of a new user namespace, as the config gives them
+// (mrun plans its own where a config has none).
+struct IdMappings {
+  std::vector<userns::IdMapEntry> uids, gids;
+  // Container root is the caller and nothing else is mapped (`runc spec --rootless`):
+  // a map any process may write for its own child, no newuidmap needed.
+  bool callers_own = false;
+};
+
+// linux.memoryPolicy: set_mempolicy(2) for the container's processes (kept across
+// execve, inherited across fork).
+struct MemoryPolicy {
+  int mode = 0;                         // MPOL_*
+  unsigned flags = 0;                   // MPOL_F_* (or'ed into the mode)
+  std::vector<unsigned long> nodemask;  // bit N: node N
+  bool operator==(const MemoryPolicy&) const = default;
+};
+
+// linux.timeOffsets: a clock's offset in the container's new time namespace.
+struct TimeOffset {
+  std::int64_t secs = 0;
+  std::uint32_t nanosecs = 0;
+  bool operator==(const TimeOffset&) const = default;
 };
 
 // What `mrun run` adds to the runtime-spec config it builds from its flags: everything
@@ -124,15 +155,18 @@ struct RunAdditions {
 };
 
 struct ContainerConfig {
-  std::string name;               // the container's id
-  std::string rootfs;             // root.path, absolute
-  std::vector<std::string> args;  // process.args
-  std::vector<std::string> env;   // process.env: KEY=VALUE, final
-  std::string workdir = "/";      // process.cwd
-  UserSpec user;                  // process.user
-  std::string hostname;           // empty: left as the UTS namespace has it (runc's rule)
-  std::string domainname;         // empty: likewise
-  NamespaceRequests namespaces;   // linux.namespaces
+  std::string name;                       // the container's id
+  std::string rootfs;                     // root.path, absolute
+  std::vector<std::string> args;          // process.args
+  std::vector<std::string> env;           // process.env: KEY=VALUE, final
+  std::string workdir = "/";              // process.cwd
+  UserSpec user;                          // process.user
+  std::string hostname;                   // empty: left as the UTS namespace has it (runc's rule)
+  std::string domainname;                 // empty: likewise
+  NamespaceRequests namespaces;           // linux.namespaces
+  std::optional<IdMappings> id_mappings;  // linux.uidMappings, linux.gidMappings
+  // linux.timeOffsets (a new time namespace's), written before the command enters it.
+  std::optional<TimeOffset> monotonic_offset, boottime_offset;
   // mounts, linux.maskedPaths, linux.readonlyPaths, linux.rootfsPropagation and
   // root.readonly, honoured as given (mount/config_mounts.hpp); the launcher fills in
   // the host's side (mknod or binds, linux.devices).
@@ -163,6 +197,10 @@ struct ContainerConfig {
   // process.oomScoreAdj, written to /proc/self/oom_score_adj by the container's
   // process; unset: inherited from mrun.
   std::optional<int> oom_score_adj;
+  // linux.personality (the execution domain, PER_LINUX or PER_LINUX32) and
+  // linux.memoryPolicy, set by the container's process (and exec's) before execve.
+  std::optional<unsigned long> personality;
+  std::optional<MemoryPolicy> memory_policy;
   // annotations["run.oci.keep_original_groups"] = "1" (crun's), or --keep-groups: no
   // setgroups(0, NULL).
   bool keep_groups = false;

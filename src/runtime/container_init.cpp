@@ -29,18 +29,86 @@ namespace mrun::runtime {
 
 namespace {
 
-void wait_for_id_maps(const ContainerEnd& sync) {
+// Once the maps are written, root of the container's user namespace, as runc's init
+// becomes: with mrun's own maps the caller already is (container 0 is the caller), with
+// a config's own maps (linux.uidMappings) the ids this process was cloned with may map
+// to nothing there, and a file it made would have no owner (EOVERFLOW). A map without
+// container 0 leaves it as it is.
+void wait_for_id_maps(const LaunchSpec& spec, const ContainerEnd& sync) {
   sync.expect(ToContainer::ids_mapped);
+  if (!spec.privilege.new_user_namespace) return;
+  if (::setresgid(0, 0, 0) != 0 && errno != EINVAL) throw_errno("become gid 0 in the container");
+  if (::setresuid(0, 0, 0) != 0 && errno != EINVAL) throw_errno("become uid 0 in the container");
+  // A change of ids made the process non-dumpable, and its /proc files the host root's,
+  // whom this user namespace does not map: as dumpable as it is with mrun's own maps
+  // (where these calls change nothing), so that it can still write /proc/self/... .
+  sys::set_dumpable(true);
 }
 
-void drop_host_groups(const LaunchSpec& spec) {
+// Whether setgroups(2) is allowed here: mrun knows for the maps it writes; a user
+// namespace joined by path says so in its own setgroups file ("deny" where an
+// unprivileged writer mapped it, as `unshare --map-root-user` does).
+bool setgroups_allowed(const LaunchSpec& spec) {
+  if (!spec.joined_user_namespace) return spec.may_setgroups;
+  UniqueFd file = sys::open_own_proc_file("setgroups", O_RDONLY);
+  char text[16] = {};
+  ssize_t n = ::read(file.get(), text, sizeof text - 1);
+  return n <= 0 ||
+         std::string_view(text, static_cast<std::size_t>(n)).find("deny") == std::string_view::npos;
+}
+
+void drop_host_groups(const LaunchSpec& spec, bool may_setgroups) {
   // The caller's supplementary groups are unmapped in the namespace (they show as
   // nogroup); drop them, as podman does. With a single-ID map setgroups is denied by
   // the kernel and the groups stay (see ROOTLESS-GPU.md, row 3).
   // --keep-groups keeps them (podman's --group-add keep-groups): the kernel checks a
   // node's group against the real kgid, so a root:fakegpu 0660 node stays usable.
   if (spec.config.keep_groups) return;
-  if (spec.may_setgroups && ::setgroups(0, nullptr) != 0) throw_errno("drop supplementary groups");
+  if (may_setgroups && ::setgroups(0, nullptr) != 0) throw_errno("drop supplementary groups");
+}
+
+// linux.namespaces (mount, time) joined by path, and a new time namespace with
+// linux.timeOffsets. The new one is made with unshare, not at clone: offsets can only be
+// written while no process is in it, and the command enters it at execve (the kernel
+// moves a process into its time_for_children namespace there), as --init's forked
+// command does at fork.
+void set_up_mount_and_time_namespaces(const LaunchSpec& spec) {
+  if (spec.join_mount_fd >= 0) {
+    if (int err = sys::setns_fd(spec.join_mount_fd, CLONE_NEWNS); err != 0) {
+      throw_errno(
+          err, "config.json: linux.namespaces (mount): join " + spec.config.namespaces.mount.path,
+          "the container must hold CAP_SYS_ADMIN in the user namespace owning it");
+    }
+    ::close(spec.join_mount_fd);
+  }
+  if (spec.join_time_fd >= 0) {
+    if (int err = sys::setns_fd(spec.join_time_fd, CLONE_NEWTIME); err != 0) {
+      throw_errno(err,
+                  "config.json: linux.namespaces (time): join " + spec.config.namespaces.time.path,
+                  "the container must hold CAP_SYS_ADMIN in the user namespace owning it");
+    }
+    ::close(spec.join_time_fd);
+  }
+  if (spec.config.namespaces.time.source != NamespaceSource::fresh) return;
+  if (::unshare(CLONE_NEWTIME) != 0) {
+    throw_errno("config.json: linux.namespaces (time): make a time namespace",
+                "the kernel needs time namespaces (Linux 5.6, CONFIG_TIME_NS)");
+  }
+  std::string offsets;
+  auto line = [&](const char* clock, const std::optional<TimeOffset>& offset) {
+    if (offset) {
+      offsets += std::string(clock) + " " + std::to_string(offset->secs) + " " +
+                 std::to_string(offset->nanosecs) + "\n";
+    }
+  };
+  line("monotonic", spec.config.monotonic_offset);
+  line("boottime", spec.config.boottime_offset);
+  if (offsets.empty()) return;
+  UniqueFd file = sys::open_own_proc_file("timens_offsets", O_WRONLY);
+  if (::write(file.get(), offsets.data(), offsets.size()) != static_cast<ssize_t>(offsets.size())) {
+    throw_errno("config.json: linux.timeOffsets: write /proc/self/timens_offsets",
+                "the offsets must keep the clocks within the kernel's limits");
+  }
 }
 
 // Through the host's /proc, before pivot_root (the container's /proc/sys is read-only):
@@ -192,7 +260,7 @@ void join_new_keyring(const LaunchSpec& spec) {
 // filter: die with mrun once the credentials are final, and (OCI create) wait for start.
 [[noreturn]] void exec_command(const LaunchSpec& spec, const ContainerEnd& sync,
                                const UniqueFd& parent_pidfd, const UniqueFd& exec_fifo,
-                               const std::string& state_json) {
+                               const std::string& state_json, bool may_setgroups) {
   const ContainerConfig& config = spec.config;
   CommandProcess process;
   process.args = config.args;
@@ -201,7 +269,9 @@ void join_new_keyring(const LaunchSpec& spec) {
   process.umask = config.umask;
   process.rlimits = config.rlimits;
   process.keep_groups = config.keep_groups;
-  process.may_setgroups = spec.may_setgroups;
+  process.may_setgroups = may_setgroups;
+  process.personality = config.personality;
+  process.memory_policy = config.memory_policy;
   process.preserve_fds = config.preserve_fds;
   become_command(process, spec.security, [&] {
     die_with_parent(spec, parent_pidfd);
@@ -260,9 +330,10 @@ void container_main(const LaunchSpec& spec, const ContainerEnd& sync, const Uniq
     MRUN_PHASE("init:start");
     // Its own session: terminal signals reach mrun, which forwards them once.
     ::setsid();
-    wait_for_id_maps(sync);
+    wait_for_id_maps(spec, sync);
     MRUN_PHASE("init:mapped");
     if (join) join->enter_for_good();
+    set_up_mount_and_time_namespaces(spec);
     UniqueFd exec_fifo = open_exec_fifo(spec);
     // Now inside the leaf (the parent moved us before ids_mapped): a cgroup namespace
     // made here has the leaf as its root. Needs CAP_SYS_ADMIN in our user namespace,
@@ -271,7 +342,8 @@ void container_main(const LaunchSpec& spec, const ContainerEnd& sync, const Uniq
         ::unshare(CLONE_NEWCGROUP) != 0) {
       throw_errno("enter a cgroup namespace rooted at the container's cgroup");
     }
-    drop_host_groups(spec);
+    const bool may_setgroups = setgroups_allowed(spec);
+    drop_host_groups(spec, may_setgroups);
     sys::make_rprivate("/");
     write_sysctls(spec);
     mount_rootfs(spec, sync);
@@ -310,7 +382,7 @@ void container_main(const LaunchSpec& spec, const ContainerEnd& sync, const Uniq
     // the reaper and the command share it (runtime/become_command.hpp).
     if (spec.config.oom_score_adj) set_oom_score_adj(*spec.config.oom_score_adj);
     if (spec.config.run.init) become_reaper_and_fork_command(spec, sync, parent_pidfd);
-    exec_command(spec, sync, parent_pidfd, exec_fifo, state_json);
+    exec_command(spec, sync, parent_pidfd, exec_fifo, state_json, may_setgroups);
   } catch (const Error& e) {
     report_and_exit(sync, e);
   } catch (const std::exception& e) {

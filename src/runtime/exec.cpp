@@ -96,6 +96,8 @@ ExecDefaults exec_defaults_of(const ContainerConfig& config, const PrivilegeMode
   d.umask = config.umask;
   d.rlimits = config.rlimits;
   d.oom_score_adj = config.oom_score_adj;
+  d.personality = config.personality;
+  d.memory_policy = config.memory_policy;
   return d;
 }
 
@@ -119,6 +121,12 @@ std::string exec_defaults_to_json(const ExecDefaults& d) {
             {"rlimits", rlimits_to_json(d.rlimits)}};
   if (d.umask) j["umask"] = *d.umask;
   if (d.oom_score_adj) j["oom_score_adj"] = *d.oom_score_adj;
+  if (d.personality) j["personality"] = *d.personality;
+  if (d.memory_policy) {
+    j["memory_policy"] = {{"mode", d.memory_policy->mode},
+                          {"flags", d.memory_policy->flags},
+                          {"nodemask", d.memory_policy->nodemask}};
+  }
   return j.dump();
 }
 
@@ -142,6 +150,12 @@ ExecDefaults exec_defaults_from_json(const std::string& text) {
   d.rlimits = rlimits_from_json(j.value("rlimits", json::array()));
   if (j.contains("umask")) d.umask = j.at("umask").get<mode_t>();
   if (j.contains("oom_score_adj")) d.oom_score_adj = j.at("oom_score_adj").get<int>();
+  if (j.contains("personality")) d.personality = j.at("personality").get<unsigned long>();
+  if (j.contains("memory_policy")) {
+    const json& m = j.at("memory_policy");
+    d.memory_policy = MemoryPolicy{m.at("mode").get<int>(), m.at("flags").get<unsigned>(),
+                                   m.at("nodemask").get<std::vector<unsigned long>>()};
+  }
   return d;
 }
 
@@ -230,6 +244,8 @@ Joined namespaces_to_join(pid_t pid) {
   process.keep_groups = request.keep_groups;
   process.may_setgroups = may_setgroups;
   process.preserve_fds = request.preserve_fds;
+  process.personality = request.personality;
+  process.memory_policy = request.memory_policy;
   become_command(process, plan);
 }
 

@@ -35,6 +35,9 @@ struct ExecDefaults {
   std::optional<mode_t> umask;
   std::vector<Rlimit> rlimits;
   std::optional<int> oom_score_adj;
+  // linux.personality and linux.memoryPolicy: the container's, for its every process.
+  std::optional<unsigned long> personality;
+  std::optional<MemoryPolicy> memory_policy;
 };
 ExecDefaults exec_defaults_of(const ContainerConfig& config, const PrivilegeModel& privilege);
 std::string exec_defaults_to_json(const ExecDefaults& defaults);
@@ -50,6 +53,8 @@ struct ExecRequest {
   std::optional<mode_t> umask;
   std::vector<Rlimit> rlimits;
   std::optional<int> oom_score_adj;
+  std::optional<unsigned long> personality;
+  std::optional<MemoryPolicy> memory_policy;
   bool tty = false;
   std::string console_socket;  // tty: where the pty master goes; empty: mrun relays it
   bool detach = false;

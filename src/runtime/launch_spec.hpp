@@ -23,6 +23,8 @@ struct LaunchSpec {
   // --rm: the upper is removed at exit, so overlayfs need not sync it (overlay.hpp).
   bool volatile_upper = false;
   bool may_setgroups = true;  // false when setgroups is denied (single-ID map)
+  // linux.namespaces (user) by path: its maps and setgroups are its own.
+  bool joined_user_namespace = false;
   // The parent moves the child into its cgroup leaf before ids_mapped; the child then
   // unshares its cgroup namespace, so that namespace is rooted at the leaf (one made at
   // clone time would be rooted at mrun's own cgroup).
@@ -33,6 +35,11 @@ struct LaunchSpec {
   // it for writing right before exec until `mrun start` opens it for reading (runc's
   // exec.fifo). Empty: exec at once.
   std::string exec_fifo;
+  // linux.namespaces (mount, time) joined by path: descriptors the container's process
+  // setns's into (inherited across clone; -1: none). A joined mount namespace is where
+  // its rootfs is then set up, as runc does.
+  int join_mount_fd = -1;
+  int join_time_fd = -1;
   // Rootless: stop after pivot_root and send need_device_grant (the nodes are there to
   // be mounted over, the command not yet run); see runtime/device_access.hpp.
   bool device_grants = false;

@@ -52,6 +52,22 @@ namespace {
 userns::IdMapPlan plan_ids(const ContainerConfig& config, const PrivilegeModel& privilege,
                            const Context& ctx) {
   if (!privilege.new_user_namespace) return {};
+  // A joined user namespace has its maps; the config's own maps are written as given:
+  // directly where mrun may (rootful, or as root of the user namespace it runs in), by
+  // the kernel's rule for a caller's own single map, else through newuidmap/newgidmap,
+  // which check them against /etc/subuid and /etc/subgid.
+  if (config.namespaces.user.source == NamespaceSource::joined) {
+    return {userns::MapKind::joined, {}, {}};
+  }
+  if (config.id_mappings) {
+    userns::IdMapPlan plan;
+    plan.kind = privilege.rootful || privilege.nested ? userns::MapKind::direct
+                : config.id_mappings->callers_own     ? userns::MapKind::single
+                                                      : userns::MapKind::subordinate;
+    plan.uids = config.id_mappings->uids;
+    plan.gids = config.id_mappings->gids;
+    return plan;
+  }
   bool want_subordinate = config.run.userns != UsernsMode::single && !privilege.rootful;
   auto plan = userns::plan_caller_maps(ctx.subuid_file, ctx.subgid_file, want_subordinate);
   if (want_subordinate && plan.kind == userns::MapKind::single) {
@@ -228,7 +244,9 @@ LaunchSpec make_launch_spec(const ContainerConfig& config, const PrivilegeModel&
     spec.layers.merged = storage + "/merged";
     spec.volatile_upper = config.run.remove_on_exit;
   }
-  spec.may_setgroups = !privilege.new_user_namespace || ids.kind == userns::MapKind::subordinate;
+  // setgroups is denied only where mrun wrote a single map without privilege.
+  spec.may_setgroups = !privilege.new_user_namespace || ids.kind != userns::MapKind::single;
+  spec.joined_user_namespace = ids.kind == userns::MapKind::joined;
   spec.own_cgroup = own_cgroup;
   // Parsed and compiled here, before clone: a bad profile or capability name fails with
   // 125 and nothing started; the child only applies the result.
@@ -335,16 +353,21 @@ bool uses_shared_user_namespace(const ContainerConfig& config, const PrivilegeMo
          config.bundle.empty() && !hooks.container_to_callers_reaper && joined.empty();
 }
 
-// The container, born in the shared user namespace: a short-lived first child enters
-// it and clones the container into its other new namespaces (which the shared one then
-// owns) as the monitor's own child (CLONE_PARENT). The monitor never enters it: it
-// could not come back. BODY runs in the container and does not return.
+// The container, born in a user namespace the monitor does not enter (the shared one,
+// or one a config joins by path): a short-lived first child enters it and clones the
+// container into its other new namespaces (which that user namespace then owns) with
+// CLONE_PARENT. The monitor never enters it: it could not come back. With `sibling`
+// (OCI create) the first child is itself the monitor's sibling, so the container is the
+// caller's child, as a direct clone with CLONE_PARENT makes it. BODY runs in the
+// container and does not return.
 template <typename Body>
-sys::CloneResult clone_in_user_namespace(int userns_fd, unsigned long long flags, Body&& body) {
+sys::CloneResult clone_in_user_namespace(int userns_fd, unsigned long long flags, bool sibling,
+                                         const std::string& what, const std::string& fix,
+                                         Body&& body) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) throw_errno("create a pipe");
   UniqueFd result_read(fds[0]), result_write(fds[1]);
-  auto first = sys::clone_with_pidfd(0, SIGCHLD);
+  auto first = sibling ? sys::clone_with_pidfd(CLONE_PARENT, 0) : sys::clone_with_pidfd(0, SIGCHLD);
   if (first.pid == 0) {
     result_read.reset();
     int result[2] = {-1, 0};  // the container's pid, or the errno
@@ -367,17 +390,55 @@ sys::CloneResult clone_in_user_namespace(int userns_fd, unsigned long long flags
   result_write.reset();
   int result[2] = {-1, EPIPE};
   ssize_t n = ::read(result_read.get(), result, sizeof result);
-  sys::wait_pidfd(first.pidfd.get());
+  if (sibling) {
+    sys::wait_pidfd_exit(first.pidfd.get());  // the caller reaps it
+  } else {
+    sys::wait_pidfd(first.pidfd.get());
+  }
   if (n != sizeof result || result[0] <= 0) {
-    throw Error(result[1] == 0 ? "clone the container into the shared user namespace"
-                               : "clone the container into the shared user namespace: " +
-                                     std::string(std::strerror(result[1])),
-                result[1], "retry with --userns private");
+    throw Error(result[1] == 0 ? what : what + ": " + std::string(std::strerror(result[1])),
+                result[1], fix);
   }
   sys::CloneResult container;
   container.pid = result[0];
-  container.pidfd = sys::pidfd_open(container.pid);  // our child: its pid stays its own
+  // Our child, or the caller's whose pid the first child just read: it stays its own.
+  container.pidfd = sys::pidfd_open(container.pid);
   return container;
+}
+
+// linux.namespaces (user) with a path: a descriptor of it, checked to be a user
+// namespace; none when the config joins none.
+UniqueFd open_joined_user_namespace(const ContainerConfig& config) {
+  if (config.namespaces.user.source != NamespaceSource::joined) return {};
+  const std::string& path = config.namespaces.user.path;
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) {
+    throw_errno("config.json: linux.namespaces (user): open " + path,
+                "give the path of an existing user namespace (/proc/PID/ns/user)");
+  }
+  if (sys::namespace_type(fd.get()) != CLONE_NEWUSER) {
+    throw Error("config.json: linux.namespaces (user): " + path + " is not a user namespace",
+                EINVAL, "give a /proc/PID/ns/user path");
+  }
+  return fd;
+}
+
+// linux.namespaces (mount or time) with a path: a descriptor the container's process
+// joins it by (inherited across clone); -1 when the config joins none.
+UniqueFd open_joined(const NamespaceRequest& request, int nstype, const char* kind) {
+  if (request.source != NamespaceSource::joined) return {};
+  const std::string field = std::string("config.json: linux.namespaces (") + kind + ")";
+  UniqueFd fd(::open(request.path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) {
+    throw_errno(field + ": open " + request.path,
+                std::string("give the path of an existing ") + kind + " namespace");
+  }
+  if (sys::namespace_type(fd.get()) != nstype) {
+    throw Error(
+        field + ": " + request.path + " is not a " + kind + " namespace", EINVAL,
+        std::string("give a /proc/PID/ns/") + (nstype == CLONE_NEWNS ? "mnt" : kind) + " path");
+  }
+  return fd;
 }
 
 }  // namespace
@@ -543,6 +604,11 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
         "namespace mrun did not make is not supported yet",
         ENOTSUP, "give the container a PID namespace of its own");
   }
+  UniqueFd joined_userns = open_joined_user_namespace(config);
+  UniqueFd joined_mount = open_joined(config.namespaces.mount, CLONE_NEWNS, "mount");
+  UniqueFd joined_time = open_joined(config.namespaces.time, CLONE_NEWTIME, "time");
+  spec.join_mount_fd = joined_mount.get();
+  spec.join_time_fd = joined_time.get();
   UniqueFd shared_userns;
   if (uses_shared_user_namespace(config, privilege, ids, hooks, joined)) {
     shared_userns = userns::shared_user_namespace(
@@ -560,8 +626,17 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   sys::CloneResult child;
   bool mapped = false;
   if (shared_userns) {
-    child = clone_in_user_namespace(shared_userns.get(), namespace_flags(spec), run_container_main);
+    child = clone_in_user_namespace(shared_userns.get(), namespace_flags(spec), !reap,
+                                    "clone the container into the shared user namespace",
+                                    "retry with --userns private", run_container_main);
     shared_userns.reset();
+    mapped = true;
+  } else if (joined_userns) {
+    child = clone_in_user_namespace(
+        joined_userns.get(), namespace_flags(spec), !reap,
+        "config.json: linux.namespaces (user): join " + config.namespaces.user.path,
+        "mrun must hold CAP_SYS_ADMIN in that user namespace (rootless: one made by you)",
+        run_container_main);
     mapped = true;
   } else {
     child = reap ? sys::clone_with_pidfd(namespace_flags(spec), SIGCHLD)
@@ -569,6 +644,8 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
     if (child.pid == 0) run_container_main();
   }
   joined.leave();
+  joined_mount.reset();
+  joined_time.reset();
   MRUN_PHASE("run:cloned");
   child_end.close();
   close_handed_over_fds(config);

@@ -28,7 +28,10 @@ PrivilegeModel privilege_model_for(uid_t uid, const ContainerConfig* config,
   PrivilegeModel model;
   if (uid == 0 && host_user_namespace) {
     model.rootful = true;
-    model.new_user_namespace = config != nullptr && config->run.userns == UsernsMode::single;
+    // A user namespace only where asked for: --userns single, or a config's user entry.
+    model.new_user_namespace =
+        config != nullptr && (config->run.userns == UsernsMode::single ||
+                              config->namespaces.user.source != NamespaceSource::callers);
     model.may_write_any_id_map = true;
     model.can_mknod = !model.new_user_namespace;
     model.can_attach_device_filter = true;
@@ -43,7 +46,11 @@ PrivilegeModel privilege_model_for(uid_t uid, const ContainerConfig* config,
   // new ones through newuidmap, which checks /etc/subuid against the real user):
   // the container shares that namespace; mknod and BPF stay refused.
   model.nested = uid == 0;
-  model.new_user_namespace = !model.nested;
+  // Nested, the container stays in the caller's user namespace unless its config asks
+  // for one (rootless podman's configs have no user entry).
+  model.new_user_namespace =
+      !model.nested ||
+      (config != nullptr && config->namespaces.user.source != NamespaceSource::callers);
   model.uses_gpu_helper = true;
   model.node_access_is_callers = true;
   // $XDG_RUNTIME_DIR is what podman uses; without it, /run/user/UID if the login made

@@ -5,6 +5,7 @@
 #include <grp.h>
 #include <linux/magic.h>
 #include <linux/mount.h>
+#include <linux/nsfs.h>
 #include <linux/openat2.h>
 #include <linux/sched.h>
 #include <net/if.h>
@@ -199,9 +200,17 @@ UniqueFd open_own_proc_file(const std::string& name, int flags) {
                 "mount a proc filesystem on /proc (mounts in config.json), as the runtime "
                 "spec expects");
   }
-  // By our pid, not through the "self" link, and following no link at all: the file is
-  // this procfs's own entry for this process, on this very mount.
-  const std::string relative = std::to_string(::getpid()) + "/" + name;
+  // Our pid as this procfs numbers it (its "self" link: a procfs of another pid namespace,
+  // the host's before pivot_root, has its own numbers), then the file by that number,
+  // following no link at all: this procfs's own entry for this process, on this mount.
+  char self[32] = {};
+  ssize_t n = ::readlinkat(proc.get(), "self", self, sizeof self - 1);
+  if (n <= 0 || std::string_view(self, static_cast<std::size_t>(n)).find_first_not_of(
+                    "0123456789") != std::string_view::npos) {
+    throw Error("/proc/self does not name this process's pid", EXDEV,
+                "mount a proc filesystem on /proc");
+  }
+  const std::string relative = std::string(self, static_cast<std::size_t>(n)) + "/" + name;
   struct open_how how {};
   how.flags = static_cast<unsigned long long>(flags | O_CLOEXEC | O_NOCTTY);
   how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
@@ -364,6 +373,11 @@ int try_wait_pidfd(int pidfd) {
 
 void setns_pidfd(int pidfd, int nstypes, const std::string& what) {
   if (::setns(pidfd, nstypes) != 0) throw_errno("join namespaces of " + what);
+}
+
+int namespace_type(int fd) {
+  int type = ::ioctl(fd, NS_GET_NSTYPE);
+  return type < 0 ? 0 : type;
 }
 
 int setns_fd(int fd, int nstype) {

@@ -117,6 +117,9 @@ void setns_pidfd(int pidfd, int nstypes, const std::string& what);
 // setns(fd, nstype) on a namespace file; returns the errno (0 on success), so that the
 // caller can name the namespace and the fix.
 int setns_fd(int fd, int nstype);
+// The CLONE_NEW* kind of the namespace `fd` refers to (ioctl NS_GET_NSTYPE); 0 when it is
+// no namespace.
+int namespace_type(int fd);
 
 // ---- a sealed in-memory copy of a binary (runtime/cloned_binary.hpp) ----
 // memfd_create(2) with MFD_CLOEXEC | MFD_ALLOW_SEALING, and MFD_EXEC where the kernel

@@ -30,6 +30,19 @@ void check_helper(const sys::ProgramResult& result, const std::string& program, 
 
 void apply_id_maps(pid_t pid, const IdMapPlan& plan) {
   const std::string proc = "/proc/" + std::to_string(pid);
+  if (plan.kind == MapKind::joined) return;
+  if (plan.kind == MapKind::direct) {
+    // Root of the parent user namespace writes any map of ids it has itself; setgroups
+    // stays allowed.
+    try {
+      sys::write_file(proc + "/uid_map", format_map(plan.uids));
+      sys::write_file(proc + "/gid_map", format_map(plan.gids));
+    } catch (const Error& e) {
+      throw Error("write linux.uidMappings/gidMappings: " + std::string(e.what()), e.errno_value(),
+                  "map only ids this user namespace has itself (see /proc/self/uid_map)");
+    }
+    return;
+  }
   if (plan.kind == MapKind::subordinate) {
     // The two maps are independent files: write them concurrently.
     auto results = sys::run_programs({helper_argv(find_helper("newuidmap"), pid, plan.uids),

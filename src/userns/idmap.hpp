@@ -28,6 +28,8 @@ struct IdMapEntry {
 enum class MapKind {
   subordinate,  // via newuidmap/newgidmap
   single,       // written directly, setgroups denied
+  direct,       // a config's maps, written by a writer that may (root of the parent)
+  joined,       // none to write: a user namespace joined by path has its own
 };
 
 struct IdMapPlan {

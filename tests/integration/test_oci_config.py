@@ -6,8 +6,10 @@ effect inside the container; rootless and rootful."""
 
 import json
 import os
+import shutil
 import socket
 import subprocess
+import tempfile
 
 import pytest
 
@@ -248,3 +250,215 @@ def test_rootless_linux_device_the_host_lacks_is_a_clear_125(mrun, rootfs, name,
     r = _run(mrun, _bundle(mrun, tmp_path, rootfs, ["true"], edit), name)
     assert r.rc == 125, r
     assert "linux.devices (/dev/mrun-absent" in r.err and "no node at" in r.err, r
+
+
+# ---- user, mount and time namespaces; the config's own id mappings --------------
+
+def _with_namespaces(config, **kinds):
+    """linux.namespaces with KIND=None (drop it), KIND=True (new) or KIND=PATH (join)."""
+    ns = [n for n in config["linux"]["namespaces"] if n["type"] not in kinds]
+    for kind, value in kinds.items():
+        if value is True:
+            ns.append({"type": kind})
+        elif value:
+            ns.append({"type": kind, "path": value})
+    config["linux"]["namespaces"] = ns
+
+
+def _holder(*unshare_args):
+    """A process in namespaces of its own (`unshare ARGS sleep 300`); its pid."""
+    p = subprocess.Popen(["unshare", *unshare_args, "sleep", "300"], stdin=subprocess.DEVNULL)
+    assert M.wait_until(lambda: _ns(p.pid, "mnt") != _ns("self", "mnt") or
+                        _ns(p.pid, "user") != _ns("self", "user") or
+                        _ns(p.pid, "time") != _ns("self", "time"), 5)
+    return p
+
+
+def test_user_namespace_with_the_configs_own_mappings(mrun, rootfs, name, tmp_path):
+    """linux.uidMappings and gidMappings as given: rootful, written by mrun (a range of
+    no one's ids); rootless, container root the caller plus the caller's subordinate
+    range, written through newuidmap/newgidmap. The container's uid_map is the config's,
+    and a file its uid 1000 makes in a bound host directory belongs to the mapped id."""
+    if M.ROOTFUL:
+        uids = [{"containerID": 0, "hostID": 300000, "size": 65536}]
+        gids = [{"containerID": 0, "hostID": 300000, "size": 65536}]
+        owner = 300000 + 1000
+    else:
+        sub = M.subid_range("/etc/subuid")
+        subg = M.subid_range("/etc/subgid")
+        if not sub or not subg:
+            pytest.skip(f"no subordinate ids for {M.USER}")
+        uids = [{"containerID": 0, "hostID": M.UID, "size": 1},
+                {"containerID": 1, "hostID": sub[0], "size": min(sub[1], 65535)}]
+        gids = [{"containerID": 0, "hostID": os.getgid(), "size": 1},
+                {"containerID": 1, "hostID": subg[0], "size": min(subg[1], 65535)}]
+        owner = sub[0] + 999
+    # Reachable by ids of the new user namespace (pytest's own temporary directories
+    # are its owner's alone): a fresh world-searchable directory in /var/tmp.
+    base = tempfile.mkdtemp(prefix="mrun-it-userns.", dir="/var/tmp")
+    try:
+        os.chmod(base, 0o755)
+        data = os.path.join(base, "data")
+        os.mkdir(data)
+        os.chmod(data, 0o1777)
+
+        def edit(c):
+            _with_namespaces(c, user=True)
+            c["linux"]["uidMappings"], c["linux"]["gidMappings"] = uids, gids
+            c["mounts"].append({"destination": "/data", "type": "bind", "source": data,
+                                "options": ["rbind"]})
+        script = "cat /proc/self/uid_map /proc/self/gid_map; touch /data/made-by-1000"
+        image = os.path.join(base, "rootfs")
+        shutil.copytree(rootfs, image, symlinks=True)
+        if M.ROOTFUL:
+            # As an engine prepares a rootfs for a user namespace: owned by its root.
+            for top, dirs, files in os.walk(image):
+                for entry in [top] + [os.path.join(top, e) for e in dirs + files]:
+                    os.lchown(entry, 300000, 300000)
+        bundle = M.oci_bundle(mrun, tmp_path, image, ["sh", "-c", script], edit,
+                              user={"uid": 1000, "gid": 1000})
+        r = _run(mrun, bundle, name)
+        M.assert_rc(r)
+        table = [line.split() for line in r.lines]
+        want = [[str(m["containerID"]), str(m["hostID"]), str(m["size"])] for m in uids + gids]
+        assert table == want, r
+        assert os.stat(os.path.join(data, "made-by-1000")).st_uid == owner, r
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_mappings_beyond_the_callers_ids_are_a_clear_125(mrun, rootfs, name, tmp_path):
+    if M.ROOTFUL:
+        pytest.skip("root may map any ids")
+
+    def edit(c):
+        _with_namespaces(c, user=True)
+        c["linux"]["uidMappings"] = [{"containerID": 0, "hostID": 0, "size": 1}]
+        c["linux"]["gidMappings"] = [{"containerID": 0, "hostID": 0, "size": 1}]
+    r = _run(mrun, _bundle(mrun, tmp_path, rootfs, ["true"], edit), name)
+    assert r.rc == 125, r
+    assert "newuidmap" in r.err and "subuid" in r.err, r
+
+
+def test_a_new_user_namespace_without_mappings_is_refused_rootful(mrun, rootfs, name, tmp_path):
+    if not M.ROOTFUL:
+        pytest.skip("rootless, mrun maps container root to the caller itself")
+
+    def edit(c):
+        _with_namespaces(c, user=True)
+    r = _run(mrun, _bundle(mrun, tmp_path, rootfs, ["true"], edit), name)
+    assert r.rc == 125, r
+    assert "linux.uidMappings" in r.err, r
+
+
+def test_user_and_mount_namespaces_joined_by_path(mrun, rootfs, name, tmp_path):
+    """A process's user and mount namespaces (`unshare --user --map-root-user --mount`,
+    which any user may make), joined by path: the container is in both (the user
+    namespace first, as the spec orders it, so that the mount namespace it owns can be
+    joined), with the holder's id map, and sets its rootfs up in the joined mount
+    namespace."""
+    holder = _holder("--user", "--map-root-user", "--mount")
+    try:
+        def edit(c):
+            _with_namespaces(c, user=f"/proc/{holder.pid}/ns/user",
+                             mount=f"/proc/{holder.pid}/ns/mnt")
+            c["linux"].pop("uidMappings", None)
+            c["linux"].pop("gidMappings", None)
+        script = "readlink /proc/self/ns/user; readlink /proc/self/ns/mnt; cat /proc/self/uid_map"
+        r = _run(mrun, _bundle(mrun, tmp_path, rootfs, ["sh", "-c", script], edit), name)
+        M.assert_rc(r)
+        assert r.lines[0] == _ns(holder.pid, "user"), r
+        assert r.lines[1] == _ns(holder.pid, "mnt"), r
+        assert r.lines[2].split() == ["0", str(M.UID), "1"], r
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_time_namespace_with_offsets(mrun, rootfs, name, tmp_path):
+    """A new time namespace with linux.timeOffsets: boottime a day ahead, monotonic an
+    hour; the container's uptime (boottime) and its time namespace show them."""
+    def edit(c):
+        _with_namespaces(c, time=True)
+        c["linux"]["timeOffsets"] = {"boottime": {"secs": 86400, "nanosecs": 0},
+                                     "monotonic": {"secs": 3600, "nanosecs": 5}}
+    script = "readlink /proc/self/ns/time; cut -d' ' -f1 /proc/uptime"
+    with open("/proc/uptime") as f:
+        before = float(f.read().split()[0])
+    r = _run(mrun, _bundle(mrun, tmp_path, rootfs, ["sh", "-c", script], edit), name)
+    M.assert_rc(r)
+    with open("/proc/uptime") as f:
+        after = float(f.read().split()[0])
+    assert r.lines[0] != _ns("self", "time"), r
+    assert before + 86400 <= float(r.lines[1]) <= after + 86400, (before, after, r)
+
+
+def test_time_namespace_joined_by_path(mrun, rootfs, name, tmp_path):
+    holder = _holder(*(["--user", "--map-root-user"] if not M.ROOTFUL else []), "--time",
+                     "--boottime", "100000")
+    try:
+        def edit(c):
+            kinds = {"time": f"/proc/{holder.pid}/ns/time"}
+            if not M.ROOTFUL:  # a time namespace its user namespace owns
+                kinds["user"] = f"/proc/{holder.pid}/ns/user"
+                c["linux"].pop("uidMappings", None)
+                c["linux"].pop("gidMappings", None)
+            _with_namespaces(c, **kinds)
+        r = _run(mrun, _bundle(mrun, tmp_path, rootfs, ["readlink", "/proc/self/ns/time"], edit),
+                 name)
+        M.assert_rc(r)
+        assert r.out.strip() == _ns(holder.pid, "time"), r
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_time_offsets_without_a_new_time_namespace_are_a_clear_125(mrun, rootfs, name, tmp_path):
+    def edit(c):
+        c["linux"]["timeOffsets"] = {"boottime": {"secs": 1, "nanosecs": 0}}
+    r = _run(mrun, _bundle(mrun, tmp_path, rootfs, ["true"], edit), name)
+    assert r.rc == 125, r
+    assert "linux.timeOffsets" in r.err and "time" in r.err, r
+
+
+# ---- personality, memoryPolicy, intelRdt ------------------------------------------
+
+def test_personality_and_memory_policy_reach_the_command_and_exec(mrun, rootfs, name, tmp_path):
+    """linux.personality LINUX32 (uname -m answers as a 32-bit kernel would) and
+    linux.memoryPolicy MPOL_BIND to node 0 (numa_maps shows bind:0), for the
+    container's command and for a process `mrun exec` starts in it."""
+    def edit(c):
+        c["linux"]["personality"] = {"domain": "LINUX32"}
+        c["linux"]["memoryPolicy"] = {"mode": "MPOL_BIND", "nodes": "0"}
+    report = "uname -m; grep -c ' bind:0 ' /proc/self/numa_maps"
+    bundle = _bundle(mrun, tmp_path, rootfs, ["sh", "-c", report + "; exec sleep 300"], edit)
+    p = mrun.popen("run", "--bundle", bundle, name, text=True)
+    try:
+        assert M.wait_until(lambda: '"running"' in mrun("state", name).out, 10)
+        r = mrun("exec", name, "sh", "-c", report)
+        M.assert_rc(r)
+        for lines in (r.lines,):
+            assert lines[0] in ("i686", "i386"), r
+            assert int(lines[1]) > 0, r
+    finally:
+        mrun("kill", name, "KILL")
+        out, err = p.communicate(timeout=10)
+        mrun("delete", "--force", name)
+    lines = out.splitlines()
+    assert lines[0] in ("i686", "i386") and int(lines[1]) > 0, (out, err)
+
+
+def test_personality_and_memory_policy_errors_name_the_field(mrun, rootfs, name, tmp_path):
+    cases = [({"personality": {"domain": "LINUX64"}}, "linux.personality.domain"),
+             ({"personality": {"domain": "LINUX", "flags": ["x"]}}, "linux.personality.flags"),
+             ({"memoryPolicy": {"mode": "MPOL_BIND"}}, "linux.memoryPolicy.nodes"),
+             ({"memoryPolicy": {"mode": "MPOL_NONE"}}, "linux.memoryPolicy.mode"),
+             ({"memoryPolicy": {"mode": "MPOL_BIND", "nodes": "4095"}}, "linux.memoryPolicy"),
+             ({"intelRdt": {"closID": "c1"}}, "linux.intelRdt")]
+    for i, (fields, field) in enumerate(cases):
+        def edit(c, fields=fields):
+            c["linux"].update(fields)
+        (tmp_path / str(i)).mkdir()
+        r = _run(mrun, M.oci_bundle(mrun, tmp_path / str(i), rootfs, ["true"], edit),
+                 f"{name}-{i}")
+        assert r.rc == 125 and field in r.err, (fields, r)

@@ -208,7 +208,7 @@ TEST_CASE("crun spec converts to the ContainerConfig mrun run would build") {
   REQUIRE(c.bundle == "/bundle");
 }
 
-TEST_CASE("rootless specs convert when their maps are the caller's") {
+TEST_CASE("rootless specs convert, their maps as given") {
   for (const char* name : {"crun-spec-rootless.json", "runc-spec-rootless.json"}) {
     INFO(name);
     auto spec = oci::parse_spec(fixture(name));
@@ -219,10 +219,88 @@ TEST_CASE("rootless specs convert when their maps are the caller's") {
                              [](const oci::Namespace& n) { return n.type == "network"; });
     REQUIRE((c.network == runtime::NetworkMode::host) == !netns);  // runc: none, crun: one
     if (spec.linux->uid_mappings) {
-      REQUIRE_THAT(error_of([&] { convert(spec, uid + 1); }), Catch::Contains("linux.uidMappings"));
+      // The caller's own single map needs no newuidmap; another caller's does (and
+      // newuidmap then refuses it against /etc/subuid, at run time).
+      REQUIRE(c.id_mappings->callers_own);
+      REQUIRE_FALSE(convert(spec, uid + 1).id_mappings->callers_own);
     }
   }
   REQUIRE_NOTHROW(convert(oci::default_spec(true, 4242, 4242), 4242));
+}
+
+TEST_CASE("linux.namespaces user, mount and time: new, joined or the caller's, maps, offsets") {
+  auto c = convert(
+      edited(
+          "runc-spec.json",
+          [](json& j) {
+            j["linux"]["namespaces"].push_back({{"type", "user"}});
+            j["linux"]["namespaces"].push_back({{"type", "time"}});
+            j["linux"]["uidMappings"] = {{{"containerID", 0}, {"hostID", 100000}, {"size", 65536}}};
+            j["linux"]["gidMappings"] = {{{"containerID", 0}, {"hostID", 200000}, {"size", 10}},
+                                         {{"containerID", 10}, {"hostID", 300000}, {"size", 5}}};
+            j["linux"]["timeOffsets"] = {{"boottime", {{"secs", 86400}, {"nanosecs", 0}}},
+                                         {"monotonic", {{"secs", -5}, {"nanosecs", 7}}}};
+          }),
+      0);
+  REQUIRE(c.namespaces.user.source == runtime::NamespaceSource::fresh);
+  REQUIRE(c.namespaces.time.source == runtime::NamespaceSource::fresh);
+  REQUIRE(c.namespaces.mount.source == runtime::NamespaceSource::fresh);
+  REQUIRE(c.id_mappings->uids == std::vector<userns::IdMapEntry>{{0, 100000, 65536}});
+  REQUIRE(c.id_mappings->gids.size() == 2);
+  REQUIRE(c.boottime_offset == runtime::TimeOffset{86400, 0});
+  REQUIRE(c.monotonic_offset == runtime::TimeOffset{-5, 7});
+
+  auto joined =
+      convert(edited("runc-spec.json",
+                     [](json& j) {
+                       j.erase("hostname");
+                       j["linux"]["namespaces"] = {{{"type", "mount"}, {"path", "/proc/1/ns/mnt"}},
+                                                   {{"type", "user"}, {"path", "/proc/1/ns/user"}},
+                                                   {{"type", "time"}, {"path", "/proc/1/ns/time"}}};
+                     }),
+              0);
+  REQUIRE(joined.namespaces.user.source == runtime::NamespaceSource::joined);
+  REQUIRE(joined.namespaces.user.path == "/proc/1/ns/user");
+  REQUIRE(joined.namespaces.mount.source == runtime::NamespaceSource::joined);
+  REQUIRE(joined.namespaces.time.source == runtime::NamespaceSource::joined);
+  REQUIRE(joined.namespaces.pid.source == runtime::NamespaceSource::callers);
+  REQUIRE_FALSE(joined.id_mappings);
+
+  auto fails = [](const std::function<void(json&)>& edit, std::uint32_t uid = 0) {
+    return error_of([&] { convert(edited("runc-spec.json", edit), uid); });
+  };
+  // Root asked for a new user namespace without maps: nothing to map it with.
+  REQUIRE_THAT(fails([](json& j) {
+                 j["linux"]["namespaces"].push_back({{"type", "user"}});
+               }),
+               Catch::Contains("needs uidMappings and gidMappings"));
+  REQUIRE_THAT(fails([](json& j) {
+                 j["linux"]["namespaces"].push_back({{"type", "user"}});
+                 j["linux"]["uidMappings"] = {{{"containerID", 0}, {"hostID", 1}, {"size", 1}}};
+               }),
+               Catch::Contains("both uid and gid mappings"));
+  REQUIRE_THAT(fails([](json& j) {
+                 j["linux"]["namespaces"].push_back({{"type", "user"}});
+                 j["linux"]["uidMappings"] = {{{"containerID", 0}, {"hostID", 1}, {"size", 0}}};
+                 j["linux"]["gidMappings"] = {{{"containerID", 0}, {"hostID", 1}, {"size", 1}}};
+               }),
+               Catch::Contains("is empty or runs past 2^32"));
+  REQUIRE_THAT(fails([](json& j) {
+                 j["linux"]["timeOffsets"] = {{"boottime", {{"secs", 1}}}};
+               }),
+               Catch::Contains("offsets need a new time namespace"));
+  REQUIRE_THAT(fails([](json& j) {
+                 j["linux"]["namespaces"].push_back({{"type", "time"}});
+                 j["linux"]["timeOffsets"] = {{"realtime", {{"secs", 1}}}};
+               }),
+               Catch::Contains("only monotonic and boottime"));
+  REQUIRE_THAT(fails([](json& j) {
+                 auto& ns = j["linux"]["namespaces"];
+                 ns.erase(std::remove_if(ns.begin(), ns.end(),
+                                         [](const json& n) { return n["type"] == "mount"; }),
+                          ns.end());
+               }),
+               Catch::Contains("sharing the caller's mount namespace"));
 }
 
 TEST_CASE("process.env: a name given twice keeps its later value (podman's CDI PATH)") {
@@ -312,11 +390,6 @@ TEST_CASE("what mrun cannot honour is an error naming the field, never ignored")
                                         {"options", {"rbind", "idmap"}}});
                }),
                Catch::Contains("mounts (bind on /data): option \"idmap\""));
-  REQUIRE_THAT(
-      fails([](json& j) {
-        j["linux"]["namespaces"].push_back({{"type", "user"}, {"path", "/proc/1/ns/user"}});
-      }),
-      Catch::Contains("linux.namespaces (user): joining a user namespace by path"));
   REQUIRE_THAT(fails([](json& j) { j["linux"]["rootfsPropagation"] = "sideways"; }),
                Catch::Contains("linux.rootfsPropagation"));
   REQUIRE_THAT(fails([](json& j) {
@@ -459,6 +532,28 @@ TEST_CASE("ctr's unmodified default spec converts whole: mounts, namespaces, roo
   REQUIRE(with_ns.namespaces.network.source == runtime::NamespaceSource::joined);
   auto host = convert(oci::parse_spec(fixture("configs/ctr-net-host.json")), 0);
   REQUIRE(host.network == runtime::NetworkMode::host);
+}
+
+TEST_CASE("linux.personality and linux.memoryPolicy as set_mempolicy and personality take them") {
+  auto c = convert(edited("runc-spec.json", [](json& j) {
+    j["linux"]["personality"] = {{"domain", "LINUX32"}};
+    j["linux"]["memoryPolicy"] = {
+        {"mode", "MPOL_INTERLEAVE"}, {"nodes", "0-2,5,64"}, {"flags", {"MPOL_F_STATIC_NODES"}}};
+  }));
+  REQUIRE(c.personality == 0x0008UL);
+  REQUIRE(c.memory_policy->mode == 3);
+  REQUIRE(c.memory_policy->flags == 1u << 15);
+  REQUIRE(c.memory_policy->nodemask == std::vector<unsigned long>{0x27UL, 0x1UL});
+  auto local = convert(edited("runc-spec.json", [](json& j) {
+    j["linux"]["memoryPolicy"] = {{"mode", "MPOL_LOCAL"}};
+  }));
+  REQUIRE(local.memory_policy->nodemask.empty());
+  REQUIRE_THAT(error_of([] {
+                 convert(edited("runc-spec.json", [](json& j) {
+                   j["linux"]["memoryPolicy"] = {{"mode", "MPOL_BIND"}, {"nodes", "3-1"}};
+                 }));
+               }),
+               Catch::Contains("not a list of NUMA nodes"));
 }
 
 TEST_CASE("podman 4.3's configs convert whole, rootful and rootless, default network or none") {
