@@ -49,7 +49,6 @@ const std::vector<std::string>& default_read_only_paths() {
   return paths;
 }
 
-
 MountStep symlink_step(std::string target, std::string points_to) {
   MountStep step;
   step.kind = StepKind::symlink;

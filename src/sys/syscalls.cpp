@@ -205,8 +205,9 @@ UniqueFd open_own_proc_file(const std::string& name, int flags) {
   // following no link at all: this procfs's own entry for this process, on this mount.
   char self[32] = {};
   ssize_t n = ::readlinkat(proc.get(), "self", self, sizeof self - 1);
-  if (n <= 0 || std::string_view(self, static_cast<std::size_t>(n)).find_first_not_of(
-                    "0123456789") != std::string_view::npos) {
+  if (n <= 0 ||
+      std::string_view(self, static_cast<std::size_t>(n)).find_first_not_of("0123456789") !=
+          std::string_view::npos) {
     throw Error("/proc/self does not name this process's pid", EXDEV,
                 "mount a proc filesystem on /proc");
   }

@@ -278,4 +278,3 @@ TEST_CASE("read_stats reads the leaf's counters") {
   REQUIRE(s.cpu_max == "50000 100000");
   REQUIRE(s.oom_kills == 2u);
 }
-
