@@ -9,6 +9,7 @@
 #include "runtime/exec.hpp"
 #include "runtime/lifecycle.hpp"
 #include "runtime/state.hpp"
+#include "security/lsm.hpp"
 #include "sys/fs.hpp"
 
 namespace mrun::cli {
@@ -89,6 +90,8 @@ class ExecCommand : public Command {
     request.oom_score_adj = defaults.oom_score_adj;
     request.personality = defaults.personality;
     request.memory_policy = defaults.memory_policy;
+    request.apparmor_profile = defaults.apparmor_profile;
+    request.selinux_label = defaults.selinux_label;
     if (!process_file_.empty()) {
       if (!command.empty()) {
         throw Error("exec: give either --process FILE or a command, not both", EINVAL);
@@ -116,6 +119,9 @@ class ExecCommand : public Command {
       if (settings.oom_score_adj) request.oom_score_adj = settings.oom_score_adj;
       request.tty = process.terminal.value_or(false);
       oci::convert_process_security(process, request.security);
+      if (process.apparmor_profile) request.apparmor_profile = *process.apparmor_profile;
+      if (process.selinux_label) request.selinux_label = *process.selinux_label;
+      security::check_lsm_labels(request.apparmor_profile, request.selinux_label);
     } else {
       request.args = command;
     }

@@ -16,6 +16,7 @@
 #include "mount/config_mounts.hpp"
 #include "mount/mount_plan.hpp"
 #include "oci/resources.hpp"
+#include "security/lsm.hpp"
 #include "sys/fs.hpp"
 
 namespace mrun::oci {
@@ -926,8 +927,11 @@ runtime::ContainerConfig to_container_config(const Spec& spec, const std::string
   c.umask = settings.umask;
   c.rlimits = settings.rlimits;
   c.oom_score_adj = settings.oom_score_adj;
-  if (p.apparmor_profile) log.debug("oci: process.apparmorProfile: unsupported, not applied");
-  if (p.selinux_label) log.debug("oci: process.selinuxLabel: unsupported, not applied");
+  // Labels go on where their LSM is enabled; elsewhere a label would mean nothing, and
+  // runc refuses an SELinux one, and fails to write an AppArmor one, there.
+  c.apparmor_profile = p.apparmor_profile.value_or("");
+  c.selinux_label = p.selinux_label.value_or("");
+  security::check_lsm_labels(c.apparmor_profile, c.selinux_label);
   // The spec's defaults, not mrun run's: no capability set means none, no
   // noNewPrivileges means false, no linux.seccomp means no filter.
   convert_process_security(p, c.security);

@@ -18,6 +18,7 @@
 #include "base/unique_fd.hpp"
 #include "runtime/exec_failure.hpp"
 #include "runtime/image_user.hpp"
+#include "security/lsm.hpp"
 #include "sys/syscalls.hpp"
 
 namespace mrun::runtime {
@@ -231,6 +232,9 @@ void become_command(const CommandProcess& process, const security::SecurityPlan&
 
   set_rlimits(process.rlimits);
   set_execution_domain(process);
+  // Before no_new_privs (which would keep AppArmor from changing profile at execve),
+  // while the process may still write its own attr files.
+  security::set_exec_labels(process.apparmor_profile, process.selinux_label);
   set_groups(process, user.gid);
   // The uid/gid switch sits between the two halves of the capability setup: the
   // bounding set is cut (and, for a non-root user, PR_SET_KEEPCAPS set) while we still

@@ -52,6 +52,9 @@ struct CommandProcess {
   // linux.personality and linux.memoryPolicy (kept across execve).
   std::optional<unsigned long> personality;
   std::optional<MemoryPolicy> memory_policy;
+  // process.apparmorProfile, process.selinuxLabel (security/lsm.hpp).
+  std::string apparmor_profile;
+  std::string selinux_label;
   int preserve_fds = 0;
 };
 

@@ -201,6 +201,10 @@ struct ContainerConfig {
   // linux.memoryPolicy, set by the container's process (and exec's) before execve.
   std::optional<unsigned long> personality;
   std::optional<MemoryPolicy> memory_policy;
+  // process.apparmorProfile and process.selinuxLabel: the LSM context the command is
+  // exec'd into; only where that LSM is enabled (elsewhere the config is refused).
+  std::string apparmor_profile;
+  std::string selinux_label;
   // annotations["run.oci.keep_original_groups"] = "1" (crun's), or --keep-groups: no
   // setgroups(0, NULL).
   bool keep_groups = false;

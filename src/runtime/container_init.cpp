@@ -272,6 +272,8 @@ void join_new_keyring(const LaunchSpec& spec) {
   process.may_setgroups = may_setgroups;
   process.personality = config.personality;
   process.memory_policy = config.memory_policy;
+  process.apparmor_profile = config.apparmor_profile;
+  process.selinux_label = config.selinux_label;
   process.preserve_fds = config.preserve_fds;
   become_command(process, spec.security, [&] {
     die_with_parent(spec, parent_pidfd);

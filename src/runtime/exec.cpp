@@ -98,6 +98,8 @@ ExecDefaults exec_defaults_of(const ContainerConfig& config, const PrivilegeMode
   d.oom_score_adj = config.oom_score_adj;
   d.personality = config.personality;
   d.memory_policy = config.memory_policy;
+  d.apparmor_profile = config.apparmor_profile;
+  d.selinux_label = config.selinux_label;
   return d;
 }
 
@@ -122,6 +124,8 @@ std::string exec_defaults_to_json(const ExecDefaults& d) {
   if (d.umask) j["umask"] = *d.umask;
   if (d.oom_score_adj) j["oom_score_adj"] = *d.oom_score_adj;
   if (d.personality) j["personality"] = *d.personality;
+  if (!d.apparmor_profile.empty()) j["apparmor_profile"] = d.apparmor_profile;
+  if (!d.selinux_label.empty()) j["selinux_label"] = d.selinux_label;
   if (d.memory_policy) {
     j["memory_policy"] = {{"mode", d.memory_policy->mode},
                           {"flags", d.memory_policy->flags},
@@ -151,6 +155,8 @@ ExecDefaults exec_defaults_from_json(const std::string& text) {
   if (j.contains("umask")) d.umask = j.at("umask").get<mode_t>();
   if (j.contains("oom_score_adj")) d.oom_score_adj = j.at("oom_score_adj").get<int>();
   if (j.contains("personality")) d.personality = j.at("personality").get<unsigned long>();
+  d.apparmor_profile = j.value("apparmor_profile", std::string());
+  d.selinux_label = j.value("selinux_label", std::string());
   if (j.contains("memory_policy")) {
     const json& m = j.at("memory_policy");
     d.memory_policy = MemoryPolicy{m.at("mode").get<int>(), m.at("flags").get<unsigned>(),
@@ -246,6 +252,8 @@ Joined namespaces_to_join(pid_t pid) {
   process.preserve_fds = request.preserve_fds;
   process.personality = request.personality;
   process.memory_policy = request.memory_policy;
+  process.apparmor_profile = request.apparmor_profile;
+  process.selinux_label = request.selinux_label;
   become_command(process, plan);
 }
 

@@ -38,6 +38,8 @@ struct ExecDefaults {
   // linux.personality and linux.memoryPolicy: the container's, for its every process.
   std::optional<unsigned long> personality;
   std::optional<MemoryPolicy> memory_policy;
+  std::string apparmor_profile;  // process.apparmorProfile, the container's default
+  std::string selinux_label;     // process.selinuxLabel, likewise
 };
 ExecDefaults exec_defaults_of(const ContainerConfig& config, const PrivilegeModel& privilege);
 std::string exec_defaults_to_json(const ExecDefaults& defaults);
@@ -55,6 +57,8 @@ struct ExecRequest {
   std::optional<int> oom_score_adj;
   std::optional<unsigned long> personality;
   std::optional<MemoryPolicy> memory_policy;
+  std::string apparmor_profile;
+  std::string selinux_label;
   bool tty = false;
   std::string console_socket;  // tty: where the pty master goes; empty: mrun relays it
   bool detach = false;

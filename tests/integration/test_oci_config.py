@@ -462,3 +462,27 @@ def test_personality_and_memory_policy_errors_name_the_field(mrun, rootfs, name,
         r = _run(mrun, M.oci_bundle(mrun, tmp_path / str(i), rootfs, ["true"], edit),
                  f"{name}-{i}")
         assert r.rc == 125 and field in r.err, (fields, r)
+
+
+def _lsm_enabled(name):
+    if name == "apparmor":
+        try:
+            with open("/sys/module/apparmor/parameters/enabled") as f:
+                return f.read().strip().startswith("Y")
+        except OSError:
+            return False
+    return os.path.exists("/sys/fs/selinux/enforce")
+
+
+@pytest.mark.parametrize("field,value,lsm", [("apparmorProfile", "mrun-test-profile", "apparmor"),
+                                             ("selinuxLabel", "system_u:system_r:container_t:s0",
+                                              "selinux")])
+def test_lsm_label_where_the_module_is_off_is_refused(mrun, rootfs, name, tmp_path, field, value,
+                                                      lsm):
+    """A label whose security module this host does not run means nothing: refused, as
+    runc refuses an SELinux label there (never silently dropped)."""
+    if _lsm_enabled(lsm):
+        pytest.skip(f"{lsm} is enabled here: the label would be put on")
+    r = _run(mrun, M.oci_bundle(mrun, tmp_path, rootfs, ["true"], **{field: value}), name)
+    assert r.rc == 125, r
+    assert f"process.{field}" in r.err and "not" in r.err, r

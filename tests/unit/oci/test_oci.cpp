@@ -7,6 +7,7 @@
 
 #include "base/error.hpp"
 #include "oci/spec.hpp"
+#include "security/lsm.hpp"
 
 using namespace mrun;
 using nlohmann::json;
@@ -410,8 +411,15 @@ TEST_CASE("what mrun cannot honour is an error naming the field, never ignored")
                Catch::Contains("process.rlimits: unknown rlimit"));
   REQUIRE_THAT(fails([](json& j) { j["process"]["oomScoreAdj"] = -1001; }),
                Catch::Contains("process.oomScoreAdj"));
-  // Accepted and reported under --debug, as the issue asks.
-  REQUIRE(fails([](json& j) { j["process"]["apparmorProfile"] = "x"; }).empty());
+  // An LSM label where that module is not enabled means nothing: refused, as runc does.
+  if (!security::apparmor_enabled()) {
+    REQUIRE_THAT(fails([](json& j) { j["process"]["apparmorProfile"] = "x"; }),
+                 Catch::Contains("process.apparmorProfile \"x\": AppArmor is not enabled"));
+  }
+  if (!security::selinux_enabled()) {
+    REQUIRE_THAT(fails([](json& j) { j["process"]["selinuxLabel"] = "system_u:system_r:c"; }),
+                 Catch::Contains("process.selinuxLabel"));
+  }
 }
 
 TEST_CASE("the config's mounts are the container's, in order; annotations carry over") {
