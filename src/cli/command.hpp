@@ -47,5 +47,7 @@ std::unique_ptr<Command> make_pause_command();
 std::unique_ptr<Command> make_resume_command();
 // mrun update: new resource limits for a running container (runc's update).
 std::unique_ptr<Command> make_update_command();
+// mrun events [--stats]: the container's stats and OOM events as runc prints them.
+std::unique_ptr<Command> make_events_command();
 
 }  // namespace mrun::cli

@@ -70,6 +70,7 @@ const std::vector<Verb> verbs = {
     {{"pause"}, mrun::cli::make_pause_command},
     {{"resume"}, mrun::cli::make_resume_command},
     {{"update"}, mrun::cli::make_update_command},
+    {{"events"}, mrun::cli::make_events_command},
     {{"gpu"}, mrun::cli::make_gpu_command},
 };
 

@@ -501,3 +501,22 @@ def test_delete_removes_files_of_container_users(mrun, rootfs, name):
     finally:
         mrun("delete", "-f", name)
     _gone(mrun, name)
+
+
+def test_events_need_a_cgroup_of_the_containers_own(mrun, rootfs, name):
+    """`mrun events` reads the container's cgroup v2 leaf: without one (this host's
+    hybrid layout, or rootless without delegation) it is a 125 that says so; a bad
+    --interval is named; a missing container is runc's error."""
+    M.assert_rc(mrun("run", "-d", "--name", name, "--network", "none", rootfs, "sleep", "300"))
+    try:
+        r = mrun("events", "--stats", name)
+        if r.rc == 0:
+            assert '"type":"stats"' in r.out, r
+        else:
+            assert r.rc == 125 and "has no cgroup of its own" in r.err, r
+        r = mrun("events", "--interval", "5x", name)
+        assert r.rc == 125 and "--interval" in r.err, r
+    finally:
+        mrun("delete", "--force", name)
+    r = mrun("events", "--stats", name)
+    assert r.rc == 125 and "container does not exist" in r.err, r

@@ -30,6 +30,7 @@ PAGES = [
     ("mrun-oci.1.scd", ["pause"]),
     ("mrun-oci.1.scd", ["resume"]),
     ("mrun-oci.1.scd", ["update"]),
+    ("mrun-oci.1.scd", ["events"]),
     ("mrun-oci.1.scd", ["kill"]),
     ("mrun-oci.1.scd", ["delete"]),
     ("mrun-gpu.1.scd", ["gpu", "matrix"]),

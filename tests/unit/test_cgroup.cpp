@@ -12,6 +12,7 @@
 #include "base/strings.hpp"
 #include "cgroup/cgroup.hpp"
 #include "cgroup/limits.hpp"
+#include "cgroup/runc_stats.hpp"
 #include "mount/mount_plan.hpp"
 #include "sys/fs.hpp"
 
@@ -277,4 +278,53 @@ TEST_CASE("read_stats reads the leaf's counters") {
   REQUIRE(s.cpu_usage_usec == 1500u);
   REQUIRE(s.cpu_max == "50000 100000");
   REQUIRE(s.oom_kills == 2u);
+}
+
+TEST_CASE("runc_stats: a leaf's files in the shape runc events --stats prints") {
+  FakeCgroupFs fs;
+  const std::string leaf = fs.root + "/leaf";
+  mrun::sys::make_dirs(leaf, 0755);
+  auto put = [&](const std::string& file, const std::string& text) {
+    mrun::sys::write_file_atomic(leaf + "/" + file, text);
+  };
+  put("cpu.stat",
+      "usage_usec 1500\nuser_usec 1000\nsystem_usec 500\nnr_periods 7\nnr_throttled 2\n"
+      "throttled_usec 30\n");
+  put("memory.current", "1048576\n");
+  put("memory.max", "67108864\n");
+  put("memory.peak", "2097152\n");
+  put("memory.swap.current", "4096\n");
+  put("memory.swap.max", "max\n");
+  put("memory.events", "low 0\nhigh 0\nmax 5\noom 1\noom_kill 1\n");
+  put("memory.stat", "anon 8192\nfile 4096\n");
+  put("pids.current", "3\n");
+  put("pids.max", "max\n");
+  put("io.stat", "8:0 rbytes=100 wbytes=200 rios=1 wios=2 dbytes=0 dios=0\n");
+  put("hugetlb.2MB.current", "0\n");
+  put("hugetlb.2MB.max", "4194304\n");
+  put("hugetlb.2MB.events", "max 0\n");
+  put("cpuset.cpus.effective", "0-1,3\n");
+  auto j = mrun::cgroup::runc_stats(leaf);
+  REQUIRE(j["cpu"]["usage"]["total"] == 1500000);
+  REQUIRE(j["cpu"]["usage"]["user"] == 1000000);
+  REQUIRE(j["cpu"]["usage"]["kernel"] == 500000);
+  REQUIRE(j["cpu"]["throttling"]["periods"] == 7);
+  REQUIRE(j["cpu"]["throttling"]["throttledTime"] == 30000);
+  REQUIRE(j["memory"]["usage"]["usage"] == 1048576);
+  REQUIRE(j["memory"]["usage"]["limit"] == 67108864);
+  REQUIRE(j["memory"]["usage"]["max"] == 2097152);
+  REQUIRE(j["memory"]["usage"]["failcnt"] == 5);
+  REQUIRE(j["memory"]["swap"]["usage"] == 1048576 + 4096);
+  REQUIRE(j["memory"]["swap"]["limit"] == std::numeric_limits<std::uint64_t>::max());
+  REQUIRE(j["memory"]["cache"] == 4096);
+  REQUIRE(j["memory"]["raw"]["anon"] == 8192);
+  REQUIRE(j["memory"]["event_count"]["oom_kill"] == 1);
+  REQUIRE(j["pids"]["current"] == 3);
+  REQUIRE_FALSE(j["pids"].contains("limit"));  // "max": no limit
+  REQUIRE(j["blkio"]["ioServiceBytesRecursive"][1] ==
+          nlohmann::json{{"major", 8}, {"minor", 0}, {"op", "Write"}, {"value", 200}});
+  REQUIRE(j["blkio"]["ioServicedRecursive"][0]["value"] == 1);
+  REQUIRE(j["hugetlb"]["2MB"]["max"] == 4194304);
+  REQUIRE(j["cpuset"]["cpus"] == nlohmann::json({0, 1, 3}));
+  REQUIRE(j["network_interfaces"].is_null());
 }

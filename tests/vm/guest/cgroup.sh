@@ -212,6 +212,29 @@ suite() {
     else
         not_ok "$who: mrun stats shows memory.current/max, pids and CPU time" "run -d failed: $output"
     fi
+    # events --stats (mrun-oci(1)): runc's JSON, from the leaf's files.
+    json=$("$runner" "$M" events --stats "stats-$who" 2>&1)
+    if grep -q '"type":"stats"' <<<"$json" && grep -q '"limit":67108864' <<<"$json" &&
+        grep -q '"pids":{"current":[1-9][0-9]*,"limit":50}' <<<"$json" &&
+        grep -qE '"usage":\{"kernel":[0-9]+,"total":[1-9]' <<<"$json"; then
+        ok "$who: events --stats prints runc's stats JSON (memory limit, pids, cpu usage)"
+    else
+        not_ok "$who: events --stats prints runc's stats JSON (memory limit, pids, cpu usage)" "$json"
+    fi
+    # events (streaming): an oom event when a process of the container is OOM-killed; the
+    # container lives on (its init is not the one killed) and events goes on until it stops.
+    if "$runner" "$M" run -d --name "events-$who" "${common[@]}" --memory 64M "$ROOTFS" /bin/sh -c \
+        'sleep 1; /bin/hog 200; sleep 2' >/dev/null 2>&1; then
+        json=$("$runner" timeout 30 "$M" events --interval 1s "events-$who" 2>&1)
+        if grep -q '{"id":"events-'"$who"'","type":"oom"}' <<<"$json" && grep -q '"type":"stats"' <<<"$json"; then
+            ok "$who: events streams stats and an oom event, and ends with the container"
+        else
+            not_ok "$who: events streams stats and an oom event, and ends with the container" "$json"
+        fi
+    else
+        not_ok "$who: events streams stats and an oom event" "run -d failed"
+    fi
+    "$runner" "$M" delete -f "events-$who" >/dev/null 2>&1
     # pause/resume (mrun-oci(1)): the cgroup v2 freezer of the leaf; ps reads cgroup.procs.
     local leaf=$parent/mrun-stats-$who pids
     pids=$("$runner" "$M" ps --format json "stats-$who" 2>&1)
