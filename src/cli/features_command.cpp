@@ -7,6 +7,8 @@
 #include "oci/spec.hpp"
 #include "runtime/hooks.hpp"
 #include "security/capabilities.hpp"
+#include "security/seccomp_profile.hpp"
+#include "security/seccomp_support.hpp"
 
 namespace mrun::cli {
 
@@ -40,12 +42,24 @@ class FeaturesCommand : public Command {
             {"systemd", false},
             {"systemdUser", false},
             {"rdma", true}}},
-          {"seccomp", {{"enabled", true}}},
+          // What the profile parser accepts and this kernel and libseccomp can do, asked
+          // of them (security/seccomp_support.hpp): knownFlags are the runtime spec's,
+          // supportedFlags those the kernel takes.
+          {"seccomp",
+           {{"enabled", true},
+            {"actions", security::supported_seccomp_actions()},
+            {"operators", security::known_seccomp_operators()},
+            {"archs", security::known_seccomp_archs()},
+            {"knownFlags", security::known_seccomp_flags()},
+            {"supportedFlags", security::supported_seccomp_flags()}}},
           // idmap and ridmap are refused (125) today.
           {"mountExtensions", {{"idmap", {{"enabled", false}}}}},
           {"apparmor", {{"enabled", false}}},
           {"selinux", {{"enabled", false}}}}},
-        {"annotations", {{"io.github.mrun.version", MRUN_VERSION}}},
+        // runc's key for the libseccomp version.
+        {"annotations",
+         {{"io.github.mrun.version", MRUN_VERSION},
+          {"io.github.seccomp.libseccomp.version", security::libseccomp_version()}}},
     };
     std::cout << j.dump(2) << std::endl;
     return 0;

@@ -18,8 +18,9 @@ namespace mrun::security {
 namespace {
 
 // Bumped when what is checked before a program is cached changes (2: profiles that
-// deny execve are refused), so that an older mrun's entry is never taken for a check.
-constexpr char magic[] = "mrun-seccomp-cache 3\n";
+// deny execve are refused; 4: notify rules, their listener's path and metadata kept
+// with the program), so that an older mrun's entry is never taken for a check.
+constexpr char magic[] = "mrun-seccomp-cache 4\n";
 
 std::uint64_t fnv1a(const std::string& text) {
   std::uint64_t h = 1469598103934665603ULL;
@@ -77,6 +78,8 @@ std::string seccomp_cache_key(const std::string& profile_text, const SeccompTarg
   key += "kernel " + target.kernel_release + "\n";
   key += "caps " + std::to_string(target.capabilities) + "\n";
   key += std::string("x32 ") + (target.x32_syscalls ? "on" : "off") + "\n";
+  key += "kernel flags " + std::to_string(target.kernel_flags) + " actions " +
+         std::to_string(target.kernel_actions) + "\n";
   key += profile_text;
   return key;
 }
@@ -125,8 +128,12 @@ std::optional<CompiledSeccomp> load_cached_seccomp(const std::string& dir, const
       list->push_back(s);
     }
   }
-  if (!get_u64(data, pos, n) || pos != data.size()) return std::nullopt;
+  if (!get_u64(data, pos, n)) return std::nullopt;
   out.rules_added = n;
+  for (auto* text : {&out.listener_path, &out.listener_metadata}) {
+    if (!get_u64(data, pos, n) || !get_bytes(data, pos, n, *text)) return std::nullopt;
+  }
+  if (pos != data.size()) return std::nullopt;
   return out;
 }
 
@@ -150,6 +157,8 @@ void store_cached_seccomp(const std::string& dir, const std::string& key,
       for (const auto& s : *list) put_string(data, s);
     }
     put_u64(data, filter.rules_added);
+    put_string(data, filter.listener_path);
+    put_string(data, filter.listener_metadata);
     // Written whole to a private temporary, then renamed: a reader sees all or nothing.
     const std::string path = entry_path(dir, key);
     const std::string tmp = path + ".tmp." + std::to_string(::getpid());

@@ -34,6 +34,7 @@ uint32_t to_scmp_action(SeccompAction action, std::optional<std::uint32_t> errno
     case SeccompAction::trace: return SCMP_ACT_TRACE(errno_ret.value_or(fallback_errno));
     case SeccompAction::allow: return SCMP_ACT_ALLOW;
     case SeccompAction::log: return SCMP_ACT_LOG;
+    case SeccompAction::notify: return SCMP_ACT_NOTIFY;
   }
   return SCMP_ACT_KILL_PROCESS;
 }
@@ -170,7 +171,58 @@ std::string native_go_arch() {
   }
 }
 
+namespace {
+
+// An action or a flag the kernel lacks fails here, by name, rather than as a bare
+// EINVAL from seccomp(2) in the container's last step.
+void check_kernel_honours(const SeccompProfile& profile, const SeccompTarget& target) {
+  const std::string kernel =
+      target.kernel_release.empty() ? "this kernel" : "this kernel (" + target.kernel_release + ")";
+  auto check_action = [&](SeccompAction action, const std::string& where) {
+    if ((target.kernel_actions & action_bit(action)) != 0) return;
+    throw Error("seccomp profile " + profile.origin + ": " + where + ": " + to_string(action) +
+                    " is not supported by " + kernel + " or this libseccomp",
+                ENOTSUP, "give another action, or run on a newer kernel");
+  };
+  check_action(profile.default_action, "defaultAction");
+  for (const auto& rule : profile.syscalls) check_action(rule.action, rule.where + ".action");
+  for (std::size_t i = 0; i < profile.flags.size(); ++i) {
+    if ((target.kernel_flags & seccomp_flag_value(profile.flags[i])) != 0) continue;
+    throw Error("seccomp profile " + profile.origin + ": flags[" + std::to_string(i) +
+                    "]: " + profile.flags[i] + " is not supported by " + kernel,
+                ENOTSUP, "drop the flag, or run on a newer kernel");
+  }
+}
+
+// The flags for seccomp(2). NEW_LISTENER comes with the first notify rule in the
+// program (a notify rule that does not apply here makes no listener), and the kernel
+// takes the others only in company: TSYNC with NEW_LISTENER needs TSYNC_ESRCH (mrun's
+// process is single-threaded by then, so it changes nothing), WAIT_KILLABLE_RECV needs
+// a listener to mean anything.
+unsigned int filter_flags(const SeccompProfile& profile, bool notify_rules) {
+  unsigned int flags = 0;
+  for (const auto& flag : profile.flags) flags |= seccomp_flag_value(flag);
+  if (notify_rules) flags |= SECCOMP_FILTER_FLAG_NEW_LISTENER;
+  if ((flags & SECCOMP_FILTER_FLAG_TSYNC) != 0 && notify_rules) {
+    flags |= SECCOMP_FILTER_FLAG_TSYNC_ESRCH;
+  }
+  if ((flags & SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV) != 0 && !notify_rules) {
+    throw Error("seccomp profile " + profile.origin +
+                    ": SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV without a SCMP_ACT_NOTIFY rule "
+                    "that applies here: the kernel takes it only with a notification listener",
+                EINVAL, "drop the flag, or add the notify rule it is meant for");
+  }
+  return flags;
+}
+
+}  // namespace
+
+bool CompiledSeccomp::has_listener() const noexcept {
+  return (flags & SECCOMP_FILTER_FLAG_NEW_LISTENER) != 0;
+}
+
 CompiledSeccomp compile_seccomp(const SeccompProfile& profile, const SeccompTarget& target) {
+  check_kernel_honours(profile, target);
   const std::uint32_t default_errno = profile.default_errno.value_or(EPERM);
   const uint32_t default_action =
       to_scmp_action(profile.default_action, profile.default_errno, EPERM);
@@ -183,9 +235,15 @@ CompiledSeccomp compile_seccomp(const SeccompProfile& profile, const SeccompTarg
   // switching ABIs; Docker's "architectures" list as given.
   const uint32_t native = seccomp_arch_native();
   out.architectures.push_back(arch_name(native));
-  auto add_arch = [&](const std::string& name) {
+  auto add_arch = [&](const std::string& name, const std::string& where) {
     uint32_t token = resolve_arch(name);
-    if (token == 0 || token == native) return;
+    if (token == 0) {
+      // Never dropped in silence: the filter would not cover what the profile names.
+      throw Error("seccomp profile " + profile.origin + ": " + where + ": architecture \"" + name +
+                      "\" is unknown to this libseccomp (" + libseccomp_version() + ")",
+                  EINVAL, "drop it, or give one that `mrun features` lists in linux.seccomp.archs");
+    }
+    if (token == native) return;
     if (token == SCMP_ARCH_X32 && !target.x32_syscalls) {
       // What the kernel answers itself (libseccomp's bad-arch default would kill): a
       // program probing for x32, as mrun does, sees ENOSYS as it would unfiltered.
@@ -195,21 +253,27 @@ CompiledSeccomp compile_seccomp(const SeccompProfile& profile, const SeccompTarg
     }
     int rc = seccomp_arch_add(ctx.get(), token);
     if (rc == 0) out.architectures.push_back(arch_name(token));
-    if (rc != 0 && rc != -EEXIST) throw_errno(-rc, "add architecture " + name + " to the filter");
+    if (rc != 0 && rc != -EEXIST) {
+      // EDOM: another byte order than the native one, which one filter cannot mix.
+      throw Error("seccomp profile " + profile.origin + ": " + where + ": libseccomp cannot add " +
+                      name + " to a filter for " + arch_name(native),
+                  -rc, "drop it, or give one that `mrun features` lists in linux.seccomp.archs");
+    }
   };
-  for (const auto& entry : profile.arch_map) {
+  for (std::size_t i = 0; i < profile.arch_map.size(); ++i) {
+    const auto& entry = profile.arch_map[i];
     if (resolve_arch(entry.architecture) != native) continue;
-    for (const auto& sub : entry.sub_architectures) add_arch(sub);
+    for (std::size_t j = 0; j < entry.sub_architectures.size(); ++j) {
+      add_arch(entry.sub_architectures[j],
+               "archMap[" + std::to_string(i) + "].subArchitectures[" + std::to_string(j) + "]");
+    }
   }
-  for (const auto& arch : profile.architectures) add_arch(arch);
-
-  for (const auto& flag : profile.flags) {
-    if (flag == "SECCOMP_FILTER_FLAG_TSYNC") out.flags |= SECCOMP_FILTER_FLAG_TSYNC;
-    if (flag == "SECCOMP_FILTER_FLAG_LOG") out.flags |= SECCOMP_FILTER_FLAG_LOG;
-    if (flag == "SECCOMP_FILTER_FLAG_SPEC_ALLOW") out.flags |= SECCOMP_FILTER_FLAG_SPEC_ALLOW;
+  for (std::size_t i = 0; i < profile.architectures.size(); ++i) {
+    add_arch(profile.architectures[i], "architectures[" + std::to_string(i) + "]");
   }
 
   const std::string go_arch = native_go_arch();
+  bool notify_rules = false;
   for (const auto& rule : profile.syscalls) {
     if (!applies(rule, target, go_arch)) continue;
     const uint32_t action = to_scmp_action(rule.action, rule.errno_ret, default_errno);
@@ -244,6 +308,7 @@ CompiledSeccomp compile_seccomp(const SeccompProfile& profile, const SeccompTarg
                       -rc, "check the rule's args and action");
         }
         ++out.rules_added;
+        if (rule.action == SeccompAction::notify) notify_rules = true;
       };
       if (repeated) {
         for (const auto& c : conditions) add(1, &c);
@@ -251,6 +316,11 @@ CompiledSeccomp compile_seccomp(const SeccompProfile& profile, const SeccompTarg
         add(static_cast<unsigned>(conditions.size()), conditions.data());
       }
     }
+  }
+  out.flags = filter_flags(profile, notify_rules);
+  if (notify_rules) {
+    out.listener_path = profile.listener_path;
+    out.listener_metadata = profile.listener_metadata;
   }
   out.program = export_program(ctx.get());
   if (out.program.size() > BPF_MAXINSNS) {
@@ -262,15 +332,32 @@ CompiledSeccomp compile_seccomp(const SeccompProfile& profile, const SeccompTarg
   return out;
 }
 
-void load_seccomp_program(const CompiledSeccomp& filter) {
+namespace {
+
+long load_with_flags(const CompiledSeccomp& filter, unsigned int flags) {
   sock_fprog prog{};
   prog.len = static_cast<unsigned short>(filter.program.size());
   prog.filter = const_cast<sock_filter*>(filter.program.data());
-  if (::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, filter.flags, &prog) != 0) {
+  long rc = ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &prog);
+  if (rc < 0) {
     throw_errno("load the seccomp filter",
                 "the kernel needs CONFIG_SECCOMP_FILTER; without no-new-privileges the setup "
                 "process must hold CAP_SYS_ADMIN");
   }
+  return rc;
+}
+
+}  // namespace
+
+UniqueFd load_seccomp_program(const CompiledSeccomp& filter) {
+  long rc = load_with_flags(filter, filter.flags);
+  return filter.has_listener() ? UniqueFd(static_cast<int>(rc)) : UniqueFd();
+}
+
+void load_seccomp_program_without_listener(const CompiledSeccomp& filter) {
+  load_with_flags(filter, filter.flags & ~(SECCOMP_FILTER_FLAG_NEW_LISTENER |
+                                           SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV |
+                                           SECCOMP_FILTER_FLAG_TSYNC_ESRCH));
 }
 
 }  // namespace mrun::security

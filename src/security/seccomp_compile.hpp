@@ -9,8 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "base/unique_fd.hpp"
 #include "security/capabilities.hpp"
 #include "security/seccomp_profile.hpp"
+#include "security/seccomp_support.hpp"
 
 namespace mrun::security {
 
@@ -26,19 +28,32 @@ struct SeccompTarget {
   // An x32 syscall then fails with ENOSYS, the kernel's own answer (the filter's action
   // for syscalls of an architecture it does not cover).
   bool x32_syscalls = true;
+  // What the kernel honours (seccomp_support.hpp): a flag or an action outside these is
+  // refused by name. Everything by default (unit tests, the fuzzer).
+  unsigned int kernel_flags = ~0u;  // SECCOMP_FILTER_FLAG_* it takes
+  SeccompActionSet kernel_actions = all_seccomp_actions;
 };
 
 struct CompiledSeccomp {
   std::vector<sock_filter> program;
-  unsigned int flags = 0;                     // SECCOMP_FILTER_FLAG_* for seccomp(2)
+  // SECCOMP_FILTER_FLAG_* for seccomp(2): the profile's, plus NEW_LISTENER when a
+  // SCMP_ACT_NOTIFY rule is in the program.
+  unsigned int flags = 0;
   std::vector<std::string> architectures;     // libseccomp names, native first
   std::vector<std::string> unknown_syscalls;  // skipped: unknown to this libseccomp
   std::size_t rules_added = 0;
+  // Not part of the program: where its notification listener goes (the profile's
+  // listenerPath and listenerMetadata), for the monitor.
+  std::string listener_path;
+  std::string listener_metadata;
+  // Whether loading it makes a listener that must reach the agent at listener_path.
+  bool has_listener() const noexcept;
 };
 
 // Throws mrun::Error (exit 125) naming the rule ("syscalls[3] (keyctl)") that libseccomp
-// refused. Unknown syscall names are not an error: they are listed in unknown_syscalls
-// for the caller to warn about (a profile written for a newer kernel must still load).
+// refused, or the flag or action the kernel lacks ("flags[0]: ..."). Unknown syscall
+// names are not an error: they are listed in unknown_syscalls for the caller to warn
+// about (a profile written for a newer kernel must still load).
 CompiledSeccomp compile_seccomp(const SeccompProfile& profile, const SeccompTarget& target);
 
 // "6.18.44-fc" >= "4.8"?
@@ -49,7 +64,14 @@ bool kernel_at_least(const std::string& release, const std::string& minimum);
 std::string native_go_arch();
 
 // Loads a compiled program into the calling thread (seccomp(2), SECCOMP_SET_MODE_FILTER).
-// Needs no_new_privs or CAP_SYS_ADMIN in the current user namespace.
-void load_seccomp_program(const CompiledSeccomp& filter);
+// Needs no_new_privs or CAP_SYS_ADMIN in the current user namespace. Returns the
+// notification listener (O_CLOEXEC) when the filter has one, else an empty fd: from
+// here on every syscall of this process is the filter's to judge, and one it notifies
+// waits until an agent holding the listener answers.
+UniqueFd load_seccomp_program(const CompiledSeccomp& filter);
+// The same program without a listener (--init's PID 1, whose command's agent never hears
+// of it): a syscall the profile notifies fails with ENOSYS there, as the kernel answers
+// a notification nobody can receive.
+void load_seccomp_program_without_listener(const CompiledSeccomp& filter);
 
 }  // namespace mrun::security

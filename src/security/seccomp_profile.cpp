@@ -1,5 +1,8 @@
 #include "security/seccomp_profile.hpp"
 
+#include <sys/un.h>
+
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -62,47 +65,62 @@ class Reader {
   std::string origin_;
 };
 
+// The runtime spec's actions (libseccomp's names); SCMP_ACT_KILL is libseccomp's
+// SCMP_ACT_KILL_THREAD, as in runc.
+constexpr std::pair<const char*, SeccompAction> action_names[] = {
+    {"SCMP_ACT_KILL", SeccompAction::kill_thread},
+    {"SCMP_ACT_KILL_PROCESS", SeccompAction::kill_process},
+    {"SCMP_ACT_KILL_THREAD", SeccompAction::kill_thread},
+    {"SCMP_ACT_TRAP", SeccompAction::trap},
+    {"SCMP_ACT_ERRNO", SeccompAction::errno_ret},
+    {"SCMP_ACT_TRACE", SeccompAction::trace},
+    {"SCMP_ACT_ALLOW", SeccompAction::allow},
+    {"SCMP_ACT_LOG", SeccompAction::log},
+    {"SCMP_ACT_NOTIFY", SeccompAction::notify},
+};
+
+constexpr std::pair<const char*, SeccompOp> op_names[] = {
+    {"SCMP_CMP_NE", SeccompOp::ne},
+    {"SCMP_CMP_LT", SeccompOp::lt},
+    {"SCMP_CMP_LE", SeccompOp::le},
+    {"SCMP_CMP_EQ", SeccompOp::eq},
+    {"SCMP_CMP_GE", SeccompOp::ge},
+    {"SCMP_CMP_GT", SeccompOp::gt},
+    {"SCMP_CMP_MASKED_EQ", SeccompOp::masked_eq},
+};
+
+constexpr const char* flag_names[] = {
+    "SECCOMP_FILTER_FLAG_TSYNC",
+    "SECCOMP_FILTER_FLAG_LOG",
+    "SECCOMP_FILTER_FLAG_SPEC_ALLOW",
+    "SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV",
+};
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& name : names) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
 SeccompAction parse_action(const Reader& r, const json& value, const std::string& path) {
-  static const std::pair<const char*, SeccompAction> actions[] = {
-      {"SCMP_ACT_KILL", SeccompAction::kill_thread},
-      {"SCMP_ACT_KILL_THREAD", SeccompAction::kill_thread},
-      {"SCMP_ACT_KILL_PROCESS", SeccompAction::kill_process},
-      {"SCMP_ACT_TRAP", SeccompAction::trap},
-      {"SCMP_ACT_ERRNO", SeccompAction::errno_ret},
-      {"SCMP_ACT_TRACE", SeccompAction::trace},
-      {"SCMP_ACT_ALLOW", SeccompAction::allow},
-      {"SCMP_ACT_LOG", SeccompAction::log},
-  };
   std::string name = r.string_at(value, path);
-  for (const auto& [text, action] : actions) {
-    if (name == text) return action;
-  }
-  if (name == "SCMP_ACT_NOTIFY") {
-    r.fail(path, "SCMP_ACT_NOTIFY is not supported by mrun (it needs a listener process)",
-           "use SCMP_ACT_ERRNO or SCMP_ACT_LOG");
-  }
-  r.fail(path, "unknown action \"" + name + "\"",
-         "one of SCMP_ACT_ALLOW, SCMP_ACT_ERRNO, SCMP_ACT_KILL, SCMP_ACT_KILL_THREAD, "
-         "SCMP_ACT_KILL_PROCESS, SCMP_ACT_TRAP, SCMP_ACT_TRACE, SCMP_ACT_LOG");
+  if (auto action = seccomp_action_from_name(name)) return *action;
+  r.fail(path, "unknown action \"" + name + "\"", "one of " + joined(known_seccomp_actions()));
+}
+
+// The kernel carries a number back for these two only (SECCOMP_RET_DATA): the errno,
+// or the value a tracer reads with PTRACE_GETEVENTMSG.
+bool takes_errno(SeccompAction action) {
+  return action == SeccompAction::errno_ret || action == SeccompAction::trace;
 }
 
 SeccompOp parse_op(const Reader& r, const json& value, const std::string& path) {
-  static const std::pair<const char*, SeccompOp> ops[] = {
-      {"SCMP_CMP_NE", SeccompOp::ne},
-      {"SCMP_CMP_LT", SeccompOp::lt},
-      {"SCMP_CMP_LE", SeccompOp::le},
-      {"SCMP_CMP_EQ", SeccompOp::eq},
-      {"SCMP_CMP_GE", SeccompOp::ge},
-      {"SCMP_CMP_GT", SeccompOp::gt},
-      {"SCMP_CMP_MASKED_EQ", SeccompOp::masked_eq},
-  };
   std::string name = r.string_at(value, path);
-  for (const auto& [text, op] : ops) {
+  for (const auto& [text, op] : op_names) {
     if (name == text) return op;
   }
   r.fail(path, "unknown comparison \"" + name + "\"",
-         "one of SCMP_CMP_EQ, SCMP_CMP_NE, SCMP_CMP_LT, SCMP_CMP_LE, SCMP_CMP_GT, SCMP_CMP_GE, "
-         "SCMP_CMP_MASKED_EQ");
+         "one of " + joined(known_seccomp_operators()));
 }
 
 // errnoRet (a number) wins; else errno (a name such as "EPERM"), as podman writes both.
@@ -157,6 +175,13 @@ SeccompRule parse_rule(const Reader& r, const json& value, const std::string& pa
   if (action == nullptr) r.fail(path, "missing \"action\"");
   rule.action = parse_action(r, *action, path + ".action");
   rule.errno_ret = parse_errno(r, value, path, "errnoRet", "errno");
+  if (rule.errno_ret && !takes_errno(rule.action)) {
+    // The runtime spec: "When the action doesn't support an errno, the runtime MUST print
+    // an error and fail."
+    r.fail(path + (r.member(value, "errnoRet") ? ".errnoRet" : ".errno"),
+           "an errno is only for SCMP_ACT_ERRNO and SCMP_ACT_TRACE, not " + to_string(rule.action),
+           "drop it, or change the action");
+  }
   if (const json* args = r.member(value, "args")) {
     if (!args->is_array())
       r.fail(path + ".args", "expected an array, found " + Reader::type_of(*args));
@@ -220,8 +245,32 @@ std::string to_string(SeccompAction action) {
     case SeccompAction::trace: return "SCMP_ACT_TRACE";
     case SeccompAction::allow: return "SCMP_ACT_ALLOW";
     case SeccompAction::log: return "SCMP_ACT_LOG";
+    case SeccompAction::notify: return "SCMP_ACT_NOTIFY";
   }
   return "?";
+}
+
+std::vector<std::string> known_seccomp_actions() {
+  std::vector<std::string> out;
+  for (const auto& entry : action_names) out.emplace_back(entry.first);
+  return out;
+}
+
+std::optional<SeccompAction> seccomp_action_from_name(const std::string& name) {
+  for (const auto& [text, action] : action_names) {
+    if (name == text) return action;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> known_seccomp_operators() {
+  std::vector<std::string> out;
+  for (const auto& entry : op_names) out.emplace_back(entry.first);
+  return out;
+}
+
+std::vector<std::string> known_seccomp_flags() {
+  return {std::begin(flag_names), std::end(flag_names)};
 }
 
 SeccompProfile parse_seccomp_profile(const std::string& text, const std::string& origin) {
@@ -247,11 +296,24 @@ SeccompProfile parse_seccomp_profile(const std::string& text, const std::string&
   if (!doc.is_object()) r.fail("(top level)", "expected an object, found " + Reader::type_of(doc));
 
   SeccompProfile profile;
+  profile.origin = origin;
   const json* def = r.member(doc, "defaultAction");
   if (def == nullptr)
     r.fail("defaultAction", "missing", "e.g. \"defaultAction\": \"SCMP_ACT_ERRNO\"");
   profile.default_action = parse_action(r, *def, "defaultAction");
   profile.default_errno = parse_errno(r, doc, "(top level)", "defaultErrnoRet", "defaultErrno");
+  if (profile.default_errno && !takes_errno(profile.default_action)) {
+    r.fail(r.member(doc, "defaultErrnoRet") ? "defaultErrnoRet" : "defaultErrno",
+           "an errno is only for SCMP_ACT_ERRNO and SCMP_ACT_TRACE, not " +
+               to_string(profile.default_action),
+           "drop it, or change defaultAction");
+  }
+  if (profile.default_action == SeccompAction::notify) {
+    // Every syscall would wait for the agent, the ones that hand it the listener too
+    // (runc refuses it for the same reason).
+    r.fail("defaultAction", "SCMP_ACT_NOTIFY cannot be the default action",
+           "give SCMP_ACT_NOTIFY to the syscalls the agent handles, in syscalls[]");
+  }
   if (const json* v = r.member(doc, "architectures")) {
     profile.architectures = r.strings_at(*v, "architectures");
   }
@@ -273,19 +335,34 @@ SeccompProfile parse_seccomp_profile(const std::string& text, const std::string&
   }
   if (const json* v = r.member(doc, "flags")) {
     profile.flags = r.strings_at(*v, "flags");
+    const auto known = known_seccomp_flags();
     for (std::size_t i = 0; i < profile.flags.size(); ++i) {
-      const auto& f = profile.flags[i];
-      if (f != "SECCOMP_FILTER_FLAG_TSYNC" && f != "SECCOMP_FILTER_FLAG_LOG" &&
-          f != "SECCOMP_FILTER_FLAG_SPEC_ALLOW") {
-        r.fail(
-            "flags[" + std::to_string(i) + "]", "unsupported flag \"" + f + "\"",
-            "SECCOMP_FILTER_FLAG_TSYNC, SECCOMP_FILTER_FLAG_LOG or SECCOMP_FILTER_FLAG_SPEC_ALLOW");
+      if (std::find(known.begin(), known.end(), profile.flags[i]) == known.end()) {
+        r.fail("flags[" + std::to_string(i) + "]", "unknown flag \"" + profile.flags[i] + "\"",
+               "one of " + joined(known));
       }
     }
   }
   if (const json* v = r.member(doc, "listenerPath")) {
-    if (!v->is_string() || !v->get<std::string>().empty()) {
-      r.fail("listenerPath", "seccomp notification listeners are not supported by mrun");
+    profile.listener_path = r.string_at(*v, "listenerPath");
+    // Resolved by the monitor, whose working directory is nobody's business: an engine
+    // gives its agent's socket by absolute path.
+    if (!profile.listener_path.empty() && profile.listener_path.front() != '/') {
+      r.fail("listenerPath", "\"" + profile.listener_path + "\" is not an absolute path",
+             "give the seccomp agent's unix socket as an absolute path");
+    }
+    if (profile.listener_path.size() >= sizeof(sockaddr_un::sun_path)) {
+      r.fail("listenerPath",
+             "\"" + profile.listener_path + "\" is longer than a unix socket address holds (" +
+                 std::to_string(sizeof(sockaddr_un::sun_path) - 1) + " bytes)",
+             "give the agent a socket at a shorter path");
+    }
+  }
+  if (const json* v = r.member(doc, "listenerMetadata")) {
+    profile.listener_metadata = r.string_at(*v, "listenerMetadata");
+    if (!profile.listener_metadata.empty() && profile.listener_path.empty()) {
+      r.fail("listenerMetadata", "set without listenerPath (the runtime spec forbids it)",
+             "give listenerPath too, or drop listenerMetadata");
     }
   }
   if (const json* v = r.member(doc, "syscalls")) {
@@ -294,12 +371,31 @@ SeccompProfile parse_seccomp_profile(const std::string& text, const std::string&
       profile.syscalls.push_back(parse_rule(r, (*v)[i], "syscalls[" + std::to_string(i) + "]"));
     }
   }
+  for (const auto& rule : profile.syscalls) {
+    if (rule.action != SeccompAction::notify) continue;
+    if (profile.listener_path.empty()) {
+      // runc: "seccomp listenerPath is not set". Without an agent every such syscall
+      // would wait forever.
+      r.fail(rule.where + ".action", "SCMP_ACT_NOTIFY, but listenerPath is not set",
+             "set listenerPath to the unix socket of the seccomp agent that answers it");
+    }
+    for (std::size_t i = 0; i < rule.names.size(); ++i) {
+      if (rule.names[i] == seccomp_notify_handover_syscall) {
+        r.fail(rule.where + ".names[" + std::to_string(i) + "]",
+               std::string("SCMP_ACT_NOTIFY cannot be used for ") +
+                   seccomp_notify_handover_syscall +
+                   ": mrun hands the listener to its agent with it",
+               "allow it, or give it another action");
+      }
+    }
+  }
   return profile;
 }
 
 bool allows_execve(const SeccompProfile& profile) {
+  // A notified execve is the agent's to allow (SECCOMP_USER_NOTIF_FLAG_CONTINUE).
   auto permits = [](SeccompAction a) {
-    return a == SeccompAction::allow || a == SeccompAction::log;
+    return a == SeccompAction::allow || a == SeccompAction::log || a == SeccompAction::notify;
   };
   if (permits(profile.default_action)) return true;
   for (const auto& rule : profile.syscalls) {

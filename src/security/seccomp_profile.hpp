@@ -3,10 +3,17 @@
 // typed data. Pure: parsing needs no libseccomp, so unit tests check every error message.
 //
 // Accepted keys: defaultAction, defaultErrnoRet, defaultErrno, architectures, archMap
-// [{architecture, subArchitectures}], flags, syscalls [{names | name, action, errnoRet,
-// errno, args [{index, value, valueTwo, op}], includes / excludes {arches, caps,
-// minKernel}, comment}]. Unknown keys are ignored (newer profiles add some); a known key
-// with a wrong type or value is an error naming its path, e.g. "syscalls[3].args[0].op".
+// [{architecture, subArchitectures}], flags, listenerPath, listenerMetadata, syscalls
+// [{names | name, action, errnoRet, errno, args [{index, value, valueTwo, op}], includes /
+// excludes {arches, caps, minKernel}, comment}]. Unknown keys are ignored (newer profiles
+// add some); a known key with a wrong type or value is an error naming its path, e.g.
+// "syscalls[3].args[0].op".
+//
+// What the runtime spec (config-linux.md, "Seccomp") and runc ask beyond the syntax is
+// checked here too, so that a profile mrun cannot honour fails before anything starts:
+// an errno (errnoRet, errno, defaultErrnoRet) only for SCMP_ACT_ERRNO and SCMP_ACT_TRACE;
+// SCMP_ACT_NOTIFY only with a listenerPath, never as the default action and never for
+// sendmsg (see seccomp_notify_handover_syscall); listenerMetadata only with a listenerPath.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +23,7 @@
 
 namespace mrun::security {
 
-enum class SeccompAction { kill_thread, kill_process, trap, errno_ret, trace, allow, log };
+enum class SeccompAction { kill_thread, kill_process, trap, errno_ret, trace, allow, log, notify };
 enum class SeccompOp { ne, lt, le, eq, ge, gt, masked_eq };
 
 struct SeccompArg {
@@ -50,11 +57,16 @@ struct SeccompArchMap {
 };
 
 struct SeccompProfile {
+  std::string origin;  // the file, or "config.json linux.seccomp", for messages
   SeccompAction default_action = SeccompAction::allow;
   std::optional<std::uint32_t> default_errno;
   std::vector<std::string> architectures;  // SCMP_ARCH_* (Docker/OCI style)
   std::vector<SeccompArchMap> arch_map;    // podman style
-  std::vector<std::string> flags;          // SECCOMP_FILTER_FLAG_*
+  std::vector<std::string> flags;          // SECCOMP_FILTER_FLAG_*, as given
+  // SCMP_ACT_NOTIFY: the unix socket of the agent the listener goes to (absolute), and
+  // the opaque text handed to it as "metadata".
+  std::string listener_path;
+  std::string listener_metadata;
   std::vector<SeccompRule> syscalls;
 };
 
@@ -63,11 +75,25 @@ struct SeccompProfile {
 SeccompProfile parse_seccomp_profile(const std::string& text, const std::string& origin);
 
 // Whether a process under the profile can execve at all (the default action, or a rule
-// naming execve, allows or only logs it): one that cannot would fail the command's
-// exec with the error-reporting calls denied too, looking like a crash of the command.
+// naming execve, allows it, only logs it or leaves it to the agent): one that cannot would fail the
+// command's exec with the error-reporting calls denied too, looking like a crash of the command.
 bool allows_execve(const SeccompProfile& profile);
 
 std::string to_string(SeccompAction action);
+
+// The names this parser accepts, in the order `mrun features` lists them (runc lists
+// the same: the runtime spec's actions, operators and flags).
+std::vector<std::string> known_seccomp_actions();
+std::vector<std::string> known_seccomp_operators();
+std::vector<std::string> known_seccomp_flags();
+// "SCMP_ACT_KILL" -> kill_thread (libseccomp's alias); nullopt for an unknown name.
+std::optional<SeccompAction> seccomp_action_from_name(const std::string& name);
+
+// The one syscall the container's process makes between loading a filter with
+// SCMP_ACT_NOTIFY rules and its agent holding the listener: the sendmsg(2) that hands
+// the listener to mrun. A notify rule for it could never be answered (runc refuses
+// SCMP_ACT_NOTIFY on write(2), its own hand-over call, for the same reason).
+inline constexpr const char* seccomp_notify_handover_syscall = "sendmsg";
 // "EPERM" -> 1; nullopt if unknown.
 std::optional<std::uint32_t> errno_from_name(const std::string& name);
 

@@ -12,6 +12,7 @@
 #include "base/error.hpp"
 #include "embedded_policy.h"  // generated from policy/ by security/embed_policy.py
 #include "security/seccomp_cache.hpp"
+#include "security/seccomp_support.hpp"
 #include "sys/syscalls.hpp"
 
 namespace mrun::security {
@@ -157,6 +158,8 @@ SecurityPlan prepare_security_plan(const SecurityOptions& options, uid_t contain
   target.capabilities = plan.caps.bounding;
   target.kernel_release = kernel_release();
   target.x32_syscalls = sys::kernel_runs_x32_syscalls();
+  target.kernel_flags = available_seccomp_flags();
+  target.kernel_actions = available_seccomp_actions();
   // The same profile text for the same capabilities, kernel and libseccomp compiles to
   // the same program: reuse it (compiling costs ~45 ms, a third of a start).
   const std::string key = seccomp_cache_key(text, target);
@@ -207,9 +210,16 @@ void confine_after_user_switch(const SecurityPlan& plan) {
   }
 }
 
-void load_seccomp_last(const SecurityPlan& plan) {
+void load_seccomp_last(const SecurityPlan& plan,
+                       const std::function<void(UniqueFd)>& hand_over_listener) {
   if (!plan.seccomp) return;
-  load_seccomp_program(*plan.seccomp);
+  UniqueFd listener = load_seccomp_program(*plan.seccomp);
+  if (listener) {
+    if (!hand_over_listener) {
+      throw Error("the seccomp filter made a notification listener that has nowhere to go", EPROTO);
+    }
+    hand_over_listener(std::move(listener));
+  }
   if (plan.keep_sys_admin_until_seccomp() && (plan.caps.permitted & cap_bit(CAP_SYS_ADMIN)) == 0) {
     // Runs under the filter already: the profile must allow capset (the default does).
     set_process_capabilities(applicable_caps(plan));
@@ -228,7 +238,7 @@ void confine_reaper(const SecurityPlan& plan) {
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1L, 0L, 0L, 0L) != 0) throw_errno("set no_new_privs for --init");
   // The command's own filter, loaded by PID 1 too (no_new_privs is set, so no
   // CAP_SYS_ADMIN is needed): the reaper only reads a signalfd, kills and waits.
-  if (plan.seccomp) load_seccomp_program(*plan.seccomp);
+  if (plan.seccomp) load_seccomp_program_without_listener(*plan.seccomp);
 }
 
 }  // namespace mrun::security

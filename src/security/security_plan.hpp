@@ -5,7 +5,7 @@
 //
 //   drop_bounding_set ─ keep caps across setuid (non-root --user) ─ setresgid/setresuid
 //   ─ set_process_capabilities ─ no_new_privs ─ (reset signals, die with parent)
-//   ─ load_seccomp_last ─ execve
+//   ─ load_seccomp_last (─ its notification listener handed to the monitor) ─ execve
 //
 // runtime/become_command.hpp is that sequence, one for the container's command and for
 // `mrun exec`.
@@ -13,6 +13,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -65,13 +66,19 @@ SecurityPlan prepare_security_plan(const SecurityOptions& options, uid_t contain
 void confine_before_user_switch(const SecurityPlan& plan);
 // After it: effective/permitted/inheritable/ambient sets, then no_new_privs.
 void confine_after_user_switch(const SecurityPlan& plan);
-// The last step before execve: the seccomp filter (then, without no_new_privs, the
-// CAP_SYS_ADMIN kept for loading it is dropped).
-void load_seccomp_last(const SecurityPlan& plan);
+// The last step before execve: the seccomp filter; its notification listener, when the
+// profile has SCMP_ACT_NOTIFY rules, goes to `hand_over_listener` at once, before any
+// other syscall the filter might notify (hand_over_listener returns once the agent holds
+// it, or throws); then, without no_new_privs, the CAP_SYS_ADMIN kept for loading the
+// filter is dropped. A listener without a hand_over_listener is an error, not a process
+// left to wait for an agent that never hears of it.
+void load_seccomp_last(const SecurityPlan& plan,
+                       const std::function<void(UniqueFd)>& hand_over_listener = {});
 // --init: mrun's PID 1 (made non-dumpable by its caller, so that the command cannot
 // ptrace it or write its memory) keeps only CAP_KILL (to forward signals to a non-root command),
 // sets no_new_privs and loads the command's seccomp filter: what the command could make it do is
-// never more than the command may do itself.
+// never more than the command may do itself. The filter makes no listener there: a syscall
+// the profile notifies fails with ENOSYS in PID 1 (the agent hears of the command alone).
 void confine_reaper(const SecurityPlan& plan);
 
 }  // namespace mrun::security
