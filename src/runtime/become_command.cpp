@@ -18,6 +18,7 @@
 #include "base/unique_fd.hpp"
 #include "runtime/exec_failure.hpp"
 #include "runtime/image_user.hpp"
+#include "runtime/seccomp_agent.hpp"
 #include "security/lsm.hpp"
 #include "sys/syscalls.hpp"
 
@@ -211,7 +212,7 @@ static void set_execution_domain(const CommandProcess& process) {
 }
 
 void become_command(const CommandProcess& process, const security::SecurityPlan& plan,
-                    const std::function<void()>& before_exec) {
+                    const ContainerEnd& sync, const std::function<void()>& before_exec) {
   // The container's own /etc/passwd, read by this process inside the container (never
   // by mrun on the host, where it could be a symlink to a host file).
   UserSpec user = process.user;
@@ -259,7 +260,8 @@ void become_command(const CommandProcess& process, const security::SecurityPlan&
   sys::keep_fds_across_exec(process.preserve_fds);
   // Last, so that the filter judges the command and nothing of mrun's own setup.
   MRUN_PHASE("init:before-seccomp");
-  security::load_seccomp_last(plan);
+  security::load_seccomp_last(
+      plan, [&](UniqueFd listener) { hand_over_seccomp_listener(sync, std::move(listener)); });
   MRUN_PHASE("init:exec");
   ::execve(path.c_str(), argv.data(), envp.data());
   throw exec_error(args.front(), path, errno);

@@ -12,7 +12,8 @@
 //   ─ capability sets, no_new_privs security::confine_after_user_switch
 //   ─ signal mask and dispositions reset ─ umask ─ the command looked up as the user
 //   ─ `before_exec`                 run: parent death signal, OCI start's exec fifo
-//   ─ inherited fds kept ─ seccomp, last ─ execve
+//   ─ inherited fds kept ─ seccomp, last (its notification listener to the monitor over
+//     `sync`, runtime/seccomp_agent.hpp) ─ execve
 //
 // The caller has already entered the container (pivot_root, or setns for exec), set up
 // stdio and the working directory, and (--init) forked off the reaper: everything here
@@ -34,6 +35,7 @@
 #include <vector>
 
 #include "runtime/config.hpp"
+#include "runtime/sync_channel.hpp"
 #include "security/security_plan.hpp"
 
 namespace mrun::runtime {
@@ -59,8 +61,10 @@ struct CommandProcess {
 };
 
 // Never returns: execs the command, or throws an Error (its exit status 125, 126 or
-// 127) for the caller to report.
+// 127) for the caller to report. `sync`: the setup channel to the monitor, which takes
+// the seccomp filter's notification listener when the profile makes one.
 [[noreturn]] void become_command(const CommandProcess& process, const security::SecurityPlan& plan,
+                                 const ContainerEnd& sync,
                                  const std::function<void()>& before_exec = {});
 
 // process.oomScoreAdj for this process (and what it forks from now on), as runc does

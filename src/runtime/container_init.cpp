@@ -275,7 +275,7 @@ void join_new_keyring(const LaunchSpec& spec) {
   process.apparmor_profile = config.apparmor_profile;
   process.selinux_label = config.selinux_label;
   process.preserve_fds = config.preserve_fds;
-  become_command(process, spec.security, [&] {
+  become_command(process, spec.security, sync, [&] {
     die_with_parent(spec, parent_pidfd);
     wait_for_start(spec, sync, exec_fifo, state_json);
   });

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include "base/error.hpp"
 #include "base/phase_trace.hpp"
@@ -19,6 +20,7 @@
 #include "runtime/become_command.hpp"
 #include "runtime/cloned_binary.hpp"
 #include "runtime/container_init.hpp"
+#include "runtime/seccomp_agent.hpp"
 #include "runtime/supervise.hpp"
 #include "runtime/sync_channel.hpp"
 #include "security/security_plan.hpp"
@@ -254,7 +256,7 @@ Joined namespaces_to_join(pid_t pid) {
   process.memory_policy = request.memory_policy;
   process.apparmor_profile = request.apparmor_profile;
   process.selinux_label = request.selinux_label;
-  become_command(process, plan);
+  become_command(process, plan, sync);
 }
 
 [[noreturn]] void report(const ContainerEnd& sync, const Error& e) {
@@ -358,6 +360,21 @@ int exec_in_container(const ContainerState& state, const ExecRequest& request,
   // once; anything else is refused (it ran in the container's namespaces).
   std::set<ToMonitor> may_report{ToMonitor::created, ToMonitor::error};
   if (request.tty) may_report.insert(ToMonitor::pty_master);
+  if (plan.seccomp && plan.seccomp->has_listener()) may_report.insert(ToMonitor::seccomp_listener);
+  // The process's listener may come before the joining process reported it (two
+  // senders, one socket): it waits until `created` gives the pidfd to kill it by.
+  std::optional<SyncMessage<ToMonitor>> pending_listener;
+  auto pass_listener = [&](const SyncMessage<ToMonitor>& message) {
+    try {
+      pass_listener_to_agent(parent_end, message, *plan.seccomp,
+                             oci_state_json(state, Status::running));
+    } catch (const Error&) {
+      // It waits for the agent, which will never hear of it: it must not go on.
+      sys::pidfd_send_signal(process_pidfd.get(), SIGKILL);
+      sys::wait_pidfd(process_pidfd.get());
+      throw;
+    }
+  };
   while (auto message = parent_end.receive()) {
     if (may_report.erase(message->type) == 0) {
       throw Error(std::string("exec in container ") + state.name + ": unexpected setup message " +
@@ -369,6 +386,14 @@ int exec_in_container(const ContainerState& state, const ExecRequest& request,
         if (!message->fd) throw Error("exec: the process was reported without its pidfd", EPROTO);
         process_pid = message->value;
         process_pidfd = std::move(message->fd);
+        if (pending_listener) pass_listener(*std::exchange(pending_listener, std::nullopt));
+        break;
+      case ToMonitor::seccomp_listener:
+        if (process_pidfd) {
+          pass_listener(*message);
+        } else {
+          pending_listener = std::move(message);
+        }
         break;
       case ToMonitor::pty_master:
         if (!message->fd) throw Error("exec: pty_master without a pty", EPROTO);

@@ -32,6 +32,7 @@
 #include "runtime/hooks.hpp"
 #include "runtime/launch_spec.hpp"
 #include "runtime/namespace_join.hpp"
+#include "runtime/seccomp_agent.hpp"
 #include "runtime/state.hpp"
 #include "runtime/storage.hpp"
 #include "runtime/supervise.hpp"
@@ -699,6 +700,9 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   if (config.tty) may_ask.insert(ToMonitor::pty_master);
   if (config.hooks.any_before_start()) may_ask.insert(ToMonitor::create_hooks);
   if (hooks.on_created) may_ask.insert(ToMonitor::created);
+  if (spec.security.seccomp && spec.security.seccomp->has_listener()) {
+    may_ask.insert(ToMonitor::seccomp_listener);
+  }
   while (auto message = parent_end.receive()) {
     if (may_ask.erase(message->type) == 0) {
       throw Error(std::string("container ") + config.name + ": unexpected setup message " +
@@ -741,6 +745,17 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
         break;
       }
       case ToMonitor::error: setup_error = Error(message->text, 0, {}, message->value); break;
+      case ToMonitor::seccomp_listener:
+        try {
+          pass_listener_to_agent(parent_end, *message, *spec.security.seccomp,
+                                 hook_state(state, Status::creating, child.pid));
+        } catch (const Error& e) {
+          // It waits for the agent, which will never hear of it: it must not go on.
+          sys::pidfd_send_signal(child.pidfd.get(), SIGKILL);
+          if (!held) throw;
+          setup_error = e;
+        }
+        break;
       case ToMonitor::created:
         // Held on the exec fifo: from now on `mrun start`, `kill` and `delete` own its fate,
         // so the record stays whatever happens.

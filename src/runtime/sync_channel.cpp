@@ -24,6 +24,7 @@ const char* message_name(ToContainer type) {
     case ToContainer::pty_ready: return "pty_ready";
     case ToContainer::hooks_done: return "hooks_done";
     case ToContainer::device_grants_done: return "device_grants_done";
+    case ToContainer::seccomp_listener_taken: return "seccomp_listener_taken";
   }
   return nullptr;
 }
@@ -36,6 +37,7 @@ const char* message_name(ToMonitor type) {
     case ToMonitor::created: return "created";
     case ToMonitor::create_hooks: return "create_hooks";
     case ToMonitor::need_device_grant: return "need_device_grant";
+    case ToMonitor::seccomp_listener: return "seccomp_listener";
   }
   return nullptr;
 }
@@ -57,7 +59,13 @@ std::pair<MonitorEnd, ContainerEnd> make_sync_pair() {
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0) {
     throw_errno("create sync socket pair");
   }
-  return {MonitorEnd(UniqueFd(fds[0])), ContainerEnd(UniqueFd(fds[1]))};
+  MonitorEnd monitor{UniqueFd(fds[0])};
+  ContainerEnd container{UniqueFd(fds[1])};
+  int on = 1;
+  if (::setsockopt(monitor.fd(), SOL_SOCKET, SO_PASSCRED, &on, sizeof on) != 0) {
+    throw_errno("set SO_PASSCRED on the sync socket");
+  }
+  return {std::move(monitor), std::move(container)};
 }
 
 void SyncSocket::send(std::uint32_t type, std::int32_t value, const std::string& text,
@@ -69,6 +77,31 @@ void SyncSocket::send(std::uint32_t type, std::int32_t value, const std::string&
   sys::send_with_fd(fd_.get(), std::string_view(buf.data(), buf.size()), fd, "send setup message");
 }
 
+int SyncSocket::send_fd_only(std::uint32_t type, int fd) const noexcept {
+  char header[header_size] = {};
+  std::int32_t value = 0;
+  std::memcpy(header, &type, 4);
+  std::memcpy(header + 4, &value, 4);
+  struct iovec iov {
+    header, sizeof header
+  };
+  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  struct msghdr msg {};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  struct cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+  cmsg->cmsg_level = SOL_SOCKET;
+  cmsg->cmsg_type = SCM_RIGHTS;
+  cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(cmsg), &fd, sizeof(int));
+  while (::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL) < 0) {
+    if (errno != EINTR) return errno;
+  }
+  return 0;
+}
+
 std::optional<SyncSocket::Raw> SyncSocket::receive() const {
   std::vector<char> buf(max_message);
   struct iovec iov {
@@ -77,7 +110,8 @@ std::optional<SyncSocket::Raw> SyncSocket::receive() const {
   struct msghdr msg {};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
-  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  alignas(
+      struct cmsghdr) char control[CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(struct ucred))] = {};
   msg.msg_control = control;
   msg.msg_controllen = sizeof control;
   ssize_t n;
@@ -94,6 +128,10 @@ std::optional<SyncSocket::Raw> SyncSocket::receive() const {
       int fd = -1;
       std::memcpy(&fd, CMSG_DATA(cmsg), sizeof(int));
       message.fd.reset(fd);
+    } else if (cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_CREDENTIALS) {
+      struct ucred cred {};
+      std::memcpy(&cred, CMSG_DATA(cmsg), sizeof cred);
+      message.sender = cred.pid;
     }
   }
   if (static_cast<std::size_t>(n) < header_size) throw Error("short setup message", EPROTO);

@@ -1,6 +1,8 @@
 // The monitor <-> container-setup conversation: a SOCK_SEQPACKET socketpair, one message
 // per step, optionally carrying an fd (the pty master). The container's end is
-// O_CLOEXEC, so end-of-file after the last message means "execve succeeded".
+// O_CLOEXEC, so end-of-file after the last message means "execve succeeded". The
+// monitor's end has SO_PASSCRED: each message it receives says, as the kernel saw it,
+// which process sent it (the command under --init is not the container's first process).
 //
 // Typed per direction (as youki's channel is): the monitor sends only ToContainer and
 // receives only ToMonitor, the container's setup process the other way round. The two
@@ -10,6 +12,8 @@
 // container's namespaces before the command, and the monitor trusts nothing it says
 // beyond what each message may mean.
 #pragma once
+
+#include <sys/types.h>
 
 #include <cstdint>
 #include <optional>
@@ -23,12 +27,13 @@ namespace mrun::runtime {
 
 // The monitor (mrun run, create, exec) to the container's setup process.
 enum class ToContainer : std::uint32_t {
-  ids_mapped = 1,      // uid/gid maps written (and the cgroup joined): go on
-  fuse_ready,          // fuse-overlayfs serves the rootfs
-  fuse_failed,         // give up (the monitor reports the error)
-  pty_ready,           // window size set: go on
-  hooks_done,          // prestart/createRuntime ran (text: the state JSON for the hooks)
-  device_grants_done,  // mrun-gpu-helper made the nodes usable (or gave up, warning)
+  ids_mapped = 1,          // uid/gid maps written (and the cgroup joined): go on
+  fuse_ready,              // fuse-overlayfs serves the rootfs
+  fuse_failed,             // give up (the monitor reports the error)
+  pty_ready,               // window size set: go on
+  hooks_done,              // prestart/createRuntime ran (text: the state JSON for the hooks)
+  device_grants_done,      // mrun-gpu-helper made the nodes usable (or gave up, warning)
+  seccomp_listener_taken,  // the agent at listenerPath holds the listener: go on
 };
 
 // The container's setup process (or exec's) to the monitor.
@@ -40,6 +45,8 @@ enum class ToMonitor : std::uint32_t {
                       // exec: the process (value: its pid, fd: its pidfd)
   create_hooks,       // mounts made: run prestart/createRuntime
   need_device_grant,  // after pivot_root: have mrun-gpu-helper make the nodes usable
+  seccomp_listener,   // the seccomp filter's notification listener (fd attached), for
+                      // the agent at listenerPath (runtime/seccomp_agent.hpp)
 };
 
 const char* message_name(ToContainer type);
@@ -51,6 +58,7 @@ struct SyncMessage {
   std::int32_t value = 0;
   std::string text;
   UniqueFd fd;
+  pid_t sender = 0;  // the monitor's end only: the sender's pid in the monitor's view
 };
 
 // The untyped transport under both ends.
@@ -61,10 +69,15 @@ class SyncSocket {
     std::int32_t value = 0;
     std::string text;
     UniqueFd fd;
+    pid_t sender = 0;
   };
   SyncSocket() = default;
   explicit SyncSocket(UniqueFd fd) : fd_(std::move(fd)) {}
   void send(std::uint32_t type, std::int32_t value, const std::string& text, int fd) const;
+  // One sendmsg(2) of a bare message carrying `fd`, and nothing else: no allocation (so
+  // no brk or mmap either), no other syscall. For the seccomp listener, sent while the
+  // filter already judges every syscall of the process. Returns 0 or the errno.
+  int send_fd_only(std::uint32_t type, int fd) const noexcept;
   // std::nullopt on end-of-file (the peer exec'd or exited).
   std::optional<Raw> receive() const;
   int fd() const noexcept { return fd_.get(); }
@@ -88,6 +101,9 @@ class SyncEnd {
   void send(Out type, std::int32_t value = 0, const std::string& text = {}, int fd = -1) const {
     socket_.send(static_cast<std::uint32_t>(type), value, text, fd);
   }
+  int send_fd_only(Out type, int fd) const noexcept {
+    return socket_.send_fd_only(static_cast<std::uint32_t>(type), fd);
+  }
   // std::nullopt on end-of-file; a message of the other direction, or one no enum
   // value names, is refused (Error, EPROTO).
   std::optional<SyncMessage<In>> receive() const {
@@ -97,7 +113,7 @@ class SyncEnd {
       refuse_setup_message(raw->type, receiver());
     }
     return SyncMessage<In>{static_cast<In>(raw->type), raw->value, std::move(raw->text),
-                           std::move(raw->fd)};
+                           std::move(raw->fd), raw->sender};
   }
   // Receives and checks the type; anything else (or end-of-file) is an error.
   SyncMessage<In> expect(In type) const {

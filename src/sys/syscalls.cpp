@@ -135,6 +135,19 @@ void send_fd_to_socket(const std::string& path, int fd, const std::string& name)
   send_with_fd(sock.get(), name, fd, "send the pty master to --console-socket " + path);
 }
 
+UniqueFd connect_unix_socket(const std::string& path) {
+  struct sockaddr_un addr {};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) throw_errno(ENAMETOOLONG, "connect to " + path);
+  std::memcpy(addr.sun_path, path.c_str(), path.size());
+  UniqueFd sock(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!sock) throw_errno("socket to connect to " + path);
+  if (::connect(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    throw_errno("connect to " + path);
+  }
+  return sock;
+}
+
 void send_with_fd(int sock, std::string_view data, int fd, const std::string& what) {
   struct iovec iov {
     const_cast<char*>(data.data()), data.size()

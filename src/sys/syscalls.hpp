@@ -44,6 +44,9 @@ int join_session_keyring(const std::string& name);
 // SCM_RIGHTS message whose data is `name` (runc sends the pty master so, named
 // "/dev/ptmx"; conmon and podman read it that way).
 void send_fd_to_socket(const std::string& path, int fd, const std::string& name);
+// A SOCK_STREAM connection to the unix socket at `path` (O_CLOEXEC). Throws an Error
+// "connect to PATH: <errno>" (ENAMETOOLONG for a path no sockaddr_un holds).
+UniqueFd connect_unix_socket(const std::string& path);
 // One sendmsg of DATA on a connected unix socket, carrying FD (SCM_RIGHTS) unless it is
 // negative; retried on EINTR, never SIGPIPE. WHAT names the step in the error.
 void send_with_fd(int sock, std::string_view data, int fd, const std::string& what);

@@ -42,6 +42,12 @@
  *                    run in a child. Nothing is ever written to the kernel:
  *                    the sysctl and sysrq attempts stop at open(O_WRONLY).
  *   escape-list      the names escape-suite knows, one per line
+ *   sys [trap] NAME [PATH]
+ *                    make one syscall and print its result, "rc=N" or
+ *                    "errno=NAME": getppid, getpgid (of 0), mkdirat PATH (mode
+ *                    0755, from the cwd); exit 0. With "trap" first, SIGSYS
+ *                    is caught (SCMP_ACT_TRAP) and "sigsys syscall=NR" printed
+ *                    before the result
  *   inject PID       the --init attack: open /proc/PID/mem for writing, then
  *                    PTRACE_SEIZE PID and, if that works, make it run
  *                    unshare(CLONE_NEWUSER) by rewinding it onto the syscall
@@ -849,7 +855,7 @@ static void usage(void) {
       "usage: mrun-probe escape DEV:INO | ids | x32 | sigwait [SECS] | zombie [N] | procs |\n"
       "       stat PATH | fds | tty | ifaces | loopback | write PATH | mknod PATH | crash |\n"
       "       hold SECS [MARKER] | escape-suite HOST_PID HANDLE_PATH [NAME...] |\n"
-      "       escape-list\n",
+      "       escape-list | sys [trap] getppid|getpgid|mkdirat PATH\n",
       stderr);
 }
 
@@ -905,6 +911,46 @@ static int cmd_inject(int argc, char** argv) {
   return 0;
 }
 
+static volatile sig_atomic_t sigsys_syscall = -1;
+
+static void on_sigsys(int sig, siginfo_t* info, void* context) {
+  (void)sig;
+  (void)context;
+  sigsys_syscall = info->si_syscall;
+}
+
+static int cmd_sys(int argc, char** argv) {
+  int a = 0;
+  if (a < argc && !strcmp(argv[a], "trap")) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_sigsys;
+    sa.sa_flags = SA_SIGINFO;
+    if (sigaction(SIGSYS, &sa, NULL) != 0) return fail("sys: sigaction: %s", strerror(errno));
+    a++;
+  }
+  if (a >= argc) return fail("sys: NAME missing");
+  const char* name = argv[a++];
+  long rc;
+  if (!strcmp(name, "getppid")) {
+    rc = syscall(SYS_getppid);
+  } else if (!strcmp(name, "getpgid")) {
+    rc = syscall(SYS_getpgid, 0);
+  } else if (!strcmp(name, "mkdirat")) {
+    if (a >= argc) return fail("sys: mkdirat PATH missing");
+    rc = syscall(SYS_mkdirat, AT_FDCWD, argv[a], 0755);
+  } else {
+    return fail("sys: unknown syscall %s (getppid, getpgid, mkdirat)", name);
+  }
+  int err = errno;
+  if (sigsys_syscall >= 0) printf("sigsys syscall=%d\n", (int)sigsys_syscall);
+  if (rc >= 0)
+    printf("rc=%ld\n", rc);
+  else
+    printf("errno=%s\n", strerrorname_np(err));
+  return 0;
+}
+
 /* x32: getpid through the x32 ABI (x86-64 only): "x32=ok" or "x32 errno=NAME". */
 static int cmd_x32(void) {
 #if defined(__x86_64__)
@@ -946,6 +992,7 @@ int main(int argc, char** argv) {
   if (!strcmp(cmd, "escape-suite")) return cmd_escape_suite(rest_argc, rest);
   if (!strcmp(cmd, "escape-list")) return cmd_escape_list();
   if (!strcmp(cmd, "inject")) return cmd_inject(rest_argc, rest);
+  if (!strcmp(cmd, "sys")) return cmd_sys(rest_argc, rest);
   usage();
   return 2;
 }

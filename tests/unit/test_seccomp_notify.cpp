@@ -1,9 +1,15 @@
 // linux.seccomp as the runtime spec has it: every action and flag parsed, the refusals
-// it and runc ask for, what the kernel lacks refused by name (no privilege needed:
-// no_new_privs is enough to load a filter).
+// it and runc ask for, what the kernel lacks refused by name, and SCMP_ACT_NOTIFY for
+// real: a forked child loads a notify filter and hands its listener over the setup
+// channel, this process plays the monitor and then the agent (no privilege needed:
+// no_new_privs is enough to load a filter, and a listener belongs to whoever holds it).
 #include <linux/seccomp.h>
+#include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,10 +18,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "base/error.hpp"
 #include "base/log.hpp"
+#include "runtime/seccomp_agent.hpp"
+#include "runtime/sync_channel.hpp"
 #include "security/seccomp_cache.hpp"
 #include "security/seccomp_compile.hpp"
 #include "security/seccomp_profile.hpp"
@@ -61,6 +70,44 @@ struct TempDir {
   }
   ~TempDir() { std::system(("rm -rf " + path).c_str()); }
 };
+
+UniqueFd listen_at(const std::string& path) {
+  UniqueFd sock(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  REQUIRE(sock);
+  struct sockaddr_un addr {};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+  REQUIRE(::bind(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  REQUIRE(::listen(sock.get(), 4) == 0);
+  return sock;
+}
+
+// What an agent reads from one connection: the JSON and the fd.
+std::pair<std::string, UniqueFd> accept_listener(int listening) {
+  UniqueFd conn(::accept4(listening, nullptr, nullptr, SOCK_CLOEXEC));
+  REQUIRE(conn);
+  char data[8192];
+  struct iovec iov {
+    data, sizeof data
+  };
+  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  struct msghdr msg {};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  ssize_t n = ::recvmsg(conn.get(), &msg, MSG_CMSG_CLOEXEC);
+  REQUIRE(n > 0);
+  struct cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+  REQUIRE(cmsg != nullptr);
+  REQUIRE(cmsg->cmsg_type == SCM_RIGHTS);
+  int fd = -1;
+  std::memcpy(&fd, CMSG_DATA(cmsg), sizeof fd);
+  // The connection is closed after the one state (the runtime spec): end-of-file next.
+  char more = 0;
+  CHECK(::read(conn.get(), &more, 1) == 0);
+  return {std::string(data, static_cast<std::size_t>(n)), UniqueFd(fd)};
+}
 
 }  // namespace
 
@@ -257,6 +304,20 @@ TEST_CASE("seccomp: an architecture libseccomp does not know is refused, not dro
   }
 }
 
+TEST_CASE("seccomp: the container process state, as runc sends it", "[seccomp]") {
+  auto j = nlohmann::json::parse(runtime::container_process_state_json(
+      4422, "MKNOD=/dev/null",
+      R"({"ociVersion":"1.0.2","id":"c1","status":"creating","pid":4422})"));
+  CHECK(j["ociVersion"] == "1.0.2");
+  CHECK(j["fds"] == nlohmann::json::array({"seccompFd"}));
+  CHECK(j["pid"] == 4422);
+  CHECK(j["metadata"] == "MKNOD=/dev/null");
+  CHECK(j["state"]["id"] == "c1");
+  CHECK(j["state"]["status"] == "creating");
+  auto bare = nlohmann::json::parse(runtime::container_process_state_json(1, "", "{}"));
+  CHECK_FALSE(bare.contains("metadata"));
+}
+
 TEST_CASE("seccomp cache: the listener's path and metadata come back with the program",
           "[seccomp]") {
   Logger quiet;
@@ -275,6 +336,100 @@ TEST_CASE("seccomp cache: the listener's path and metadata come back with the pr
   SeccompTarget other;
   other.kernel_flags = 0;
   CHECK(seccomp_cache_key(text, other) != key);
+}
+
+TEST_CASE("seccomp notify, for real: listener over the setup channel, agent answers", "[seccomp]") {
+  TempDir tmp;
+  const std::string agent_path = tmp.path + "/agent.sock";
+  auto filter = compile_seccomp(
+      parse(R"({"defaultAction": "SCMP_ACT_ALLOW", "listenerPath": ")" + agent_path +
+            R"(", "listenerMetadata": "meta", "syscalls": [{"names": ["getppid"],
+            "action": "SCMP_ACT_NOTIFY"}, {"names": ["getpgid"], "action": "SCMP_ACT_NOTIFY"}]})"),
+      SeccompTarget{});
+  REQUIRE(filter.has_listener());
+  SecurityPlan plan;
+  plan.seccomp = filter;
+  UniqueFd agent = listen_at(agent_path);
+  auto [monitor_end, container_end] = runtime::make_sync_pair();
+
+  pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    monitor_end.close();
+    int status = 250;
+    try {
+      if (::prctl(PR_SET_NO_NEW_PRIVS, 1L, 0L, 0L, 0L) != 0) ::_exit(251);
+      load_seccomp_last(plan, [&](UniqueFd listener) {
+        runtime::hand_over_seccomp_listener(container_end, std::move(listener));
+      });
+      // The agent answers 42 for getppid and EXDEV for getpgid.
+      long value = ::syscall(SYS_getppid);
+      long denied = ::syscall(SYS_getpgid, 0);
+      status = value == 42 && denied == -1 && errno == EXDEV ? 0 : 1;
+    } catch (...) {
+      status = 252;
+    }
+    ::_exit(status);
+  }
+  container_end.close();
+  auto message = monitor_end.expect(runtime::ToMonitor::seccomp_listener);
+  CHECK(message.sender == child);  // as the kernel saw it (SO_PASSCRED)
+  REQUIRE(message.fd);
+  runtime::pass_listener_to_agent(monitor_end, message, filter,
+                                  R"({"ociVersion":"1.0.2","id":"c1","status":"creating"})");
+  message.fd.reset();
+
+  auto [text, listener] = accept_listener(agent.get());
+  auto j = nlohmann::json::parse(text);
+  CHECK(j["pid"] == child);
+  CHECK(j["metadata"] == "meta");
+  CHECK(j["fds"] == nlohmann::json::array({"seccompFd"}));
+  CHECK(j["state"]["id"] == "c1");
+
+  for (int answered = 0; answered < 2; ++answered) {
+    struct pollfd p {
+      listener.get(), POLLIN, 0
+    };
+    REQUIRE(::poll(&p, 1, 10000) == 1);
+    struct seccomp_notif req {};
+    REQUIRE(::ioctl(listener.get(), SECCOMP_IOCTL_NOTIF_RECV, &req) == 0);
+    CHECK(static_cast<pid_t>(req.pid) == child);
+    struct seccomp_notif_resp resp {};
+    resp.id = req.id;
+    if (req.data.nr == SYS_getppid) {
+      resp.val = 42;
+    } else {
+      CHECK(req.data.nr == SYS_getpgid);
+      resp.error = -EXDEV;
+    }
+    REQUIRE(::ioctl(listener.get(), SECCOMP_IOCTL_NOTIF_SEND, &resp) == 0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+}
+
+TEST_CASE("seccomp notify: an agent nobody runs is an error naming listenerPath", "[seccomp]") {
+  TempDir tmp;
+  const std::string agent_path = tmp.path + "/nobody.sock";
+  auto filter = compile_seccomp(parse(R"({"defaultAction": "SCMP_ACT_ALLOW", "listenerPath": ")" +
+                                      agent_path + R"(", "syscalls": [{"names": ["getppid"],
+                                      "action": "SCMP_ACT_NOTIFY"}]})"),
+                                SeccompTarget{});
+  auto [monitor_end, container_end] = runtime::make_sync_pair();
+  runtime::SyncMessage<runtime::ToMonitor> message;
+  message.type = runtime::ToMonitor::seccomp_listener;
+  message.fd = UniqueFd(::dup(0));
+  auto msg = error_of([&] { runtime::pass_listener_to_agent(monitor_end, message, filter, "{}"); });
+  CHECK_THAT(msg, Catch::StartsWith("seccomp listenerPath " + agent_path + ": connect to " +
+                                    agent_path + ": No such file or directory"));
+  CHECK_THAT(msg, Catch::Contains("start the seccomp agent"));
+  // Nothing was sent on: the process is not told to go on.
+  struct pollfd p {
+    container_end.fd(), POLLIN, 0
+  };
+  CHECK(::poll(&p, 1, 0) == 0);
 }
 
 TEST_CASE("seccomp notify: without a listener (--init's PID 1) the kernel answers ENOSYS",
