@@ -408,6 +408,10 @@ int exec_in_container(const ContainerState& state, const ExecRequest& request,
       default: break;  // not in may_report
     }
   }
+  // As in the launcher: a listener never handed over is a process that died first.
+  if (may_report.count(ToMonitor::seccomp_listener) != 0 && !failure) {
+    failure = listener_never_came(*plan.seccomp);
+  }
   if (failure) {
     if (process_pidfd) sys::wait_pidfd(process_pidfd.get());
     throw *failure;

@@ -774,6 +774,11 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
         break;
     }
   }
+  // A filter with a listener hands it over before execve: an end without it is a process
+  // that died first, unable to say why (a profile that denies sendmsg).
+  if (may_ask.count(ToMonitor::seccomp_listener) != 0 && !setup_error) {
+    setup_error = listener_never_came(*spec.security.seccomp);
+  }
   // After `created`, a failed exec is the container's exit (recorded below), as in runc.
   if (setup_error && held) ctx.log.error(setup_error->what());
   if (setup_error && !held) throw *setup_error;

@@ -20,6 +20,14 @@ void hand_over_seccomp_listener(const ContainerEnd& sync, UniqueFd listener) {
   sync.expect(ToContainer::seccomp_listener_taken);
 }
 
+Error listener_never_came(const security::CompiledSeccomp& filter) {
+  return Error(
+      "the container's process ended before handing its seccomp notification listener "
+      "to mrun for listenerPath " +
+          filter.listener_path,
+      EPIPE, std::string("the profile must allow ") + security::seccomp_notify_handover_syscall);
+}
+
 std::string container_process_state_json(pid_t pid, const std::string& metadata,
                                          const std::string& state_json) {
   nlohmann::json j = {

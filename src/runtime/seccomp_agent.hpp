@@ -31,6 +31,7 @@
 
 #include <string>
 
+#include "base/error.hpp"
 #include "base/unique_fd.hpp"
 #include "runtime/sync_channel.hpp"
 #include "security/seccomp_compile.hpp"
@@ -48,6 +49,11 @@ void hand_over_seccomp_listener(const ContainerEnd& sync, UniqueFd listener);
 // listenerPath when the agent cannot be reached; the caller then kills the process.
 void pass_listener_to_agent(const MonitorEnd& sync, const SyncMessage<ToMonitor>& message,
                             const security::CompiledSeccomp& filter, const std::string& state_json);
+
+// The monitor, when the setup channel ended without the listener a filter makes: the
+// process died before handing it over, and (a profile that denies sendmsg) could not
+// say why. The error names the profile's listenerPath and sendmsg.
+Error listener_never_came(const security::CompiledSeccomp& filter);
 
 // The runtime spec's container process state: {"ociVersion", "fds": ["seccompFd"], "pid",
 // "metadata" (when there is any), "state"}, as runc sends it.

@@ -348,6 +348,21 @@ def test_notify_with_nobody_listening_is_a_125_naming_listener_path(mrun, rootfs
         shutil.rmtree(nobody)
 
 
+def test_a_profile_that_denies_sendmsg_cannot_hand_over_and_says_so(mrun, rootfs, name, tmp_path,
+                                                                    agent):
+    """The hand-over is one sendmsg under the filter already: denied, the process cannot
+    even report its error; the monitor says what happened."""
+    a = agent({})
+    profile = notify_profile(a.path, ["getppid"])
+    profile["syscalls"].append({"names": ["sendmsg"], "action": "SCMP_ACT_ERRNO"})
+    bundle = bundle_with(mrun, tmp_path, rootfs, ["/bin/mrun-probe", "sys", "getppid"], profile)
+    r = mrun("run", "--bundle", bundle, name)
+    M.assert_mrun_error(r, mentions=["seccomp notification listener", a.path,
+                                     "must allow sendmsg"])
+    assert "rc=" not in r.out and a.states == [], r
+    gone(mrun, name)
+
+
 def test_exec_with_nobody_listening_is_a_125_and_the_container_lives_on(mrun, rootfs, name,
                                                                        tmp_path, agent):
     a = agent({})
