@@ -173,19 +173,23 @@ std::string native_go_arch() {
 
 namespace {
 
+std::string kernel_name(const SeccompTarget& target) {
+  return target.kernel_release.empty() ? "this kernel"
+                                       : "this kernel (" + target.kernel_release + ")";
+}
+
 // An action or a flag the kernel lacks fails here, by name, rather than as a bare
 // EINVAL from seccomp(2) in the container's last step.
-void check_kernel_honours(const SeccompProfile& profile, const SeccompTarget& target) {
-  const std::string kernel =
-      target.kernel_release.empty() ? "this kernel" : "this kernel (" + target.kernel_release + ")";
-  auto check_action = [&](SeccompAction action, const std::string& where) {
-    if ((target.kernel_actions & action_bit(action)) != 0) return;
-    throw Error("seccomp profile " + profile.origin + ": " + where + ": " + to_string(action) +
-                    " is not supported by " + kernel + " or this libseccomp",
-                ENOTSUP, "give another action, or run on a newer kernel");
-  };
-  check_action(profile.default_action, "defaultAction");
-  for (const auto& rule : profile.syscalls) check_action(rule.action, rule.where + ".action");
+void check_action(const SeccompProfile& profile, const SeccompTarget& target, SeccompAction action,
+                  const std::string& where) {
+  if ((target.kernel_actions & action_bit(action)) != 0) return;
+  throw Error("seccomp profile " + profile.origin + ": " + where + ": " + to_string(action) +
+                  " is not supported by " + kernel_name(target) + " or this libseccomp",
+              ENOTSUP, "give another action, or run on a newer kernel");
+}
+
+void check_flags(const SeccompProfile& profile, const SeccompTarget& target) {
+  const std::string kernel = kernel_name(target);
   for (std::size_t i = 0; i < profile.flags.size(); ++i) {
     if ((target.kernel_flags & seccomp_flag_value(profile.flags[i])) != 0) continue;
     throw Error("seccomp profile " + profile.origin + ": flags[" + std::to_string(i) +
@@ -222,7 +226,8 @@ bool CompiledSeccomp::has_listener() const noexcept {
 }
 
 CompiledSeccomp compile_seccomp(const SeccompProfile& profile, const SeccompTarget& target) {
-  check_kernel_honours(profile, target);
+  check_action(profile, target, profile.default_action, "defaultAction");
+  check_flags(profile, target);
   const std::uint32_t default_errno = profile.default_errno.value_or(EPERM);
   const uint32_t default_action =
       to_scmp_action(profile.default_action, profile.default_errno, EPERM);
@@ -276,6 +281,7 @@ CompiledSeccomp compile_seccomp(const SeccompProfile& profile, const SeccompTarg
   bool notify_rules = false;
   for (const auto& rule : profile.syscalls) {
     if (!applies(rule, target, go_arch)) continue;
+    check_action(profile, target, rule.action, rule.where + ".action");
     const uint32_t action = to_scmp_action(rule.action, rule.errno_ret, default_errno);
     // libseccomp refuses a rule whose action is the default one (EACCES); it would be a
     // no-op anyway.

@@ -259,6 +259,9 @@ TEST_CASE("seccomp: a flag or an action the kernel lacks is refused by name", "[
              Catch::Contains("defaultAction: SCMP_ACT_LOG is not supported"));
   CHECK(compile(R"({"defaultAction": "SCMP_ACT_ALLOW", "flags": ["SECCOMP_FILTER_FLAG_TSYNC"]})") ==
         "(no error)");
+  // A rule that does not apply here asks nothing of the kernel.
+  CHECK(compile(R"({"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{"names": ["getppid"],
+      "action": "SCMP_ACT_LOG", "includes": {"minKernel": "9.0"}}]})") == "(no error)");
 }
 
 TEST_CASE("seccomp: this kernel and libseccomp, as `mrun features` lists them", "[seccomp]") {
