@@ -346,7 +346,9 @@ TEST_CASE("seccomp notify, for real: listener over the setup channel, agent answ
   const std::string agent_path = tmp.path + "/agent.sock";
   auto filter = compile_seccomp(
       parse(R"({"defaultAction": "SCMP_ACT_ALLOW", "listenerPath": ")" + agent_path +
-            R"(", "listenerMetadata": "meta", "syscalls": [{"names": ["getppid"],
+            R"(", "listenerMetadata": "meta", "flags": ["SECCOMP_FILTER_FLAG_TSYNC",
+            "SECCOMP_FILTER_FLAG_LOG", "SECCOMP_FILTER_FLAG_SPEC_ALLOW",
+            "SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV"], "syscalls": [{"names": ["getppid"],
             "action": "SCMP_ACT_NOTIFY"}, {"names": ["getpgid"], "action": "SCMP_ACT_NOTIFY"}]})"),
       SeccompTarget{});
   REQUIRE(filter.has_listener());
