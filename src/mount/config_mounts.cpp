@@ -94,6 +94,7 @@ MountStep fs_step(const ConfigMount& m, const MountOptions& o, const std::string
   if ((o.attrs_set & MOUNT_ATTR__ATIME) == MOUNT_ATTR_NOATIME) step.flags |= MS_NOATIME;
   step.propagation = o.propagation;
   step.propagation_recursive = o.propagation_recursive;
+  step.copy_up = o.copy_up;
   return step;
 }
 
@@ -104,7 +105,7 @@ std::vector<std::string> known_mount_options() {
   for (const auto& entry : attr_options()) names.push_back(entry.first);
   for (const auto& entry : propagation_options()) names.push_back(entry.first);
   for (const char* flag : {"sync", "dirsync", "mand", "lazytime", "silent", "async", "nomand",
-                           "nolazytime", "loud", "defaults", "notmpcopyup"}) {
+                           "nolazytime", "loud", "defaults", "notmpcopyup", "tmpcopyup"}) {
     names.emplace_back(flag);
   }
   return names;
@@ -130,13 +131,14 @@ MountOptions parse_mount_options(const std::vector<std::string>& options, const 
     } else if (option == "idmap" || option == "ridmap" || starts_with(option, "idmap=")) {
       throw cannot(what, option, "idmapped mounts are not supported yet");
     } else if (option == "tmpcopyup") {
-      throw cannot(what, option, "copying the image's files up into a tmpfs is not supported yet");
+      o.copy_up = true;
     } else if (default_flag(option)) {
       // Nothing to ask for: the kernel's default.
     } else {
       data.push_back(option);
     }
   }
+  if (o.copy_up && o.bind) throw cannot(what, "tmpcopyup", "it is for a tmpfs, not a bind");
   for (const auto& d : data) {
     if (o.bind && !superblock_flag(d)) {
       throw cannot(what, d, "not an option of a bind mount");
@@ -197,6 +199,9 @@ std::vector<MountStep> plan_config_mounts(const ConfigMountInput& input) {
     if (m.type.empty()) {
       throw Error("config.json: mounts (" + m.destination + "): no type and no bind option", EINVAL,
                   "give \"type\" (tmpfs, proc, ...) or a \"bind\" option");
+    }
+    if (o.copy_up && m.type != "tmpfs") {
+      throw cannot(what, "tmpcopyup", "it is for a tmpfs, not " + m.type);
     }
     MountStep step = fs_step(m, o, m.type);
     if (m.type == "sysfs") step.fallback_bind = "/sys";

@@ -30,10 +30,13 @@ struct MountOptions {
   std::uint64_t propagation = 0;                                     // MS_SHARED ...; 0: none asked
   bool propagation_recursive = false;
   std::string data;  // the filesystem's own options ("mode=755,size=65536k")
+  // tmpcopyup (crun's, podman's --read-only tmpfs): the image's files at the target
+  // are copied into the fresh tmpfs before it covers them.
+  bool copy_up = false;
 };
 
 // Throws mrun::Error naming the mount (`what`) and the option for one mrun cannot honour
-// (idmap, tmpcopyup) or, on a bind, one that means nothing there.
+// (idmap) or, on a bind, one that means nothing there (tmpcopyup too).
 MountOptions parse_mount_options(const std::vector<std::string>& options, const std::string& what);
 
 // Every option name parse_mount_options takes (`mrun features`' mountOptions), besides a

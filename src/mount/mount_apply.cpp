@@ -11,6 +11,7 @@
 
 #include "base/error.hpp"
 #include "base/strings.hpp"
+#include "mount/copy_tree.hpp"
 #include "sys/fs.hpp"
 #include "sys/mount_fd.hpp"
 #include "sys/syscalls.hpp"
@@ -132,8 +133,19 @@ class PlanApplier {
                              "the host's " + step.fallback_bind);
       }
     }
+    if (step.copy_up) copy_up(at.get(), mnt.get(), step.target);
     sys::attach_mount(mnt.get(), at.get(), what);
     set_propagation(mnt.get(), step, what);
+  }
+
+  // tmpcopyup: what the target directory holds now (the image's files) into the detached
+  // tmpfs, by descriptors, before the tmpfs covers them.
+  static void copy_up(int target, int mnt, const std::string& path) {
+    UniqueFd from(::openat(target, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!from) throw_errno("tmpcopyup " + path + ": open the target directory");
+    UniqueFd to(::openat(mnt, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!to) throw_errno("tmpcopyup " + path + ": open the tmpfs");
+    copy_tree(from.get(), to.get(), path);
   }
 
   // An OCI config's propagation for one mount, once it is attached (a detached mount

@@ -49,6 +49,8 @@ struct MountStep {
   std::uint64_t recursive_attrs_clear = 0;
   std::uint64_t propagation = 0;
   bool propagation_recursive = false;
+  // filesystem (tmpfs): copy what the target directory holds into it first (tmpcopyup).
+  bool copy_up = false;
   // device_node: the node's type (S_IFCHR, S_IFBLK, S_IFIFO), device number,
   // permission bits and owner.
   mode_t node_type = S_IFCHR;

@@ -486,3 +486,27 @@ def test_lsm_label_where_the_module_is_off_is_refused(mrun, rootfs, name, tmp_pa
     r = _run(mrun, M.oci_bundle(mrun, tmp_path, rootfs, ["true"], **{field: value}), name)
     assert r.rc == 125, r
     assert f"process.{field}" in r.err and "not" in r.err, r
+
+
+def test_tmpcopyup_copies_the_images_files_into_the_tmpfs(mrun, private_rootfs, name, tmp_path):
+    """A tmpfs with tmpcopyup (podman's --read-only tmpfs mounts carry it) starts with
+    what the image has there: files with their modes, directories, symlinks as links;
+    writes go to the tmpfs, never to the image."""
+    etc = os.path.join(private_rootfs, "etc")
+    os.makedirs(os.path.join(etc, "sub"), exist_ok=True)
+    with open(os.path.join(etc, "sub", "secret"), "w") as f:
+        f.write("kept\n")
+    os.chmod(os.path.join(etc, "sub", "secret"), 0o640)
+    os.symlink("/etc/passwd", os.path.join(etc, "link-to-passwd"))
+
+    def edit(c):
+        c["root"]["readonly"] = True
+        c["mounts"].append({"destination": "/etc", "type": "tmpfs", "source": "tmpfs",
+                            "options": ["nosuid", "nodev", "tmpcopyup"]})
+    script = ("grep -c root /etc/passwd; cat /etc/sub/secret; stat -c %a /etc/sub/secret; "
+              "readlink /etc/link-to-passwd; echo new > /etc/written && cat /etc/written; "
+              "grep ' /etc ' /proc/self/mountinfo | grep -c ' - tmpfs '")
+    r = _run(mrun, _bundle(mrun, tmp_path, private_rootfs, ["sh", "-c", script], edit), name)
+    M.assert_rc(r)
+    assert r.lines == ["1", "kept", "640", "/etc/passwd", "new", "1"], r
+    assert not os.path.exists(os.path.join(etc, "written")), "the write reached the image"

@@ -154,3 +154,15 @@ def test_podman_default_network_joins_the_namespace_podman_made(podman):
     interfaces = [ln.split(":")[0].strip() for ln in lines[3:] if ":" in ln]
     assert "lo" in interfaces, r
     assert [i for i in interfaces if i != "lo"], r
+
+
+def test_podman_read_only_with_its_tmpfs_mounts(podman):
+    """`podman run --read-only`: the root read-only, and podman's tmpfs on /run, /tmp and
+    /var/tmp with its tmpcopyup option (the image's files copied up), writable."""
+    r = podman(*podman.run_args("--rm", "--read-only", IMAGE, "sh", "-c",
+                                "touch /x 2>/dev/null || echo root-ro; "
+                                "echo w > /tmp/t && cat /tmp/t; "
+                                "grep -E ' /(run|tmp|var/tmp) ' /proc/self/mountinfo | "
+                                "grep -c ' - tmpfs '"))
+    M.assert_rc(r)
+    assert r.lines == ["root-ro", "w", "3"], r

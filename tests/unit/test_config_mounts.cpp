@@ -107,10 +107,20 @@ TEST_CASE("config mounts: bind options, the recursive attributes and propagation
 
 TEST_CASE("config mounts: what cannot be honoured is a clear error naming the option") {
   REQUIRE_THAT(error_of({"bind", "idmap"}), Catch::Contains("option \"idmap\""));
-  REQUIRE_THAT(error_of({"tmpcopyup"}), Catch::Contains("option \"tmpcopyup\""));
+  REQUIRE_THAT(error_of({"bind", "tmpcopyup"}), Catch::Contains("it is for a tmpfs, not a bind"));
   REQUIRE_THAT(error_of({"bind", "mode=755"}), Catch::Contains("not an option of a bind mount"));
   REQUIRE(error_of({"bind", "sync"}).empty());
   REQUIRE_THROWS_AS(parse_propagation("sideways"), mrun::Error);
+}
+
+TEST_CASE("config mounts: tmpcopyup on a tmpfs copies the image's files up; elsewhere refused") {
+  ConfigMountInput input;
+  input.mounts.push_back({"/run", "tmpfs", "tmpfs", {"nosuid", "tmpcopyup", "mode=755"}});
+  auto plan = plan_config_mounts(input);
+  REQUIRE(plan[0].copy_up);
+  REQUIRE(plan[0].data == "mode=755");  // not handed to the filesystem
+  input.mounts[0] = {"/proc", "proc", "proc", {"tmpcopyup"}};
+  REQUIRE_THROWS_WITH(plan_config_mounts(input), Catch::Contains("it is for a tmpfs, not proc"));
 }
 
 TEST_CASE("config mounts: a bind over /proc is refused, a /dev bind keeps runc's nodes away") {
