@@ -1,4 +1,6 @@
 // mrun features   -- see mrun-oci(1)
+#include <unistd.h>
+
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -7,6 +9,7 @@
 #include "oci/spec.hpp"
 #include "runtime/hooks.hpp"
 #include "security/capabilities.hpp"
+#include "security/lsm.hpp"
 #include "security/seccomp_profile.hpp"
 #include "security/seccomp_support.hpp"
 
@@ -20,9 +23,9 @@ class FeaturesCommand : public Command {
     return app.add_subcommand("features", "print what this mrun supports, as runc features does");
   }
 
-  // Honest about today's subset (see mrun-oci(1)): every hook stage is run, the mount
-  // options mount/config_mounts takes, no idmapped mounts, no apparmor or selinux,
-  // cgroup v2 only.
+  // Honest about what is honoured (see mrun-oci(1)): every hook stage is run, the mount
+  // options mount/config_mounts takes, idmapped mounts rootful, apparmor and selinux as
+  // this host has them, cgroup v2 only.
   int execute(const runtime::GlobalOptions& /*global*/) override {
     nlohmann::json caps = nlohmann::json::array();
     for (int cap = 0; cap <= security::kernel_last_capability(); ++cap) {
@@ -52,10 +55,11 @@ class FeaturesCommand : public Command {
             {"archs", security::known_seccomp_archs()},
             {"knownFlags", security::known_seccomp_flags()},
             {"supportedFlags", security::supported_seccomp_flags()}}},
-          // idmap and ridmap are refused (125) today.
-          {"mountExtensions", {{"idmap", {{"enabled", false}}}}},
-          {"apparmor", {{"enabled", false}}},
-          {"selinux", {{"enabled", false}}}}},
+          // idmap and ridmap binds: rootful (the monitor needs CAP_SYS_ADMIN over the host's
+          // filesystem); rootless they are a clear 125.
+          {"mountExtensions", {{"idmap", {{"enabled", ::getuid() == 0}}}}},
+          {"apparmor", {{"enabled", security::apparmor_enabled()}}},
+          {"selinux", {{"enabled", security::selinux_enabled()}}}}},
         // runc's key for the libseccomp version.
         {"annotations",
          {{"io.github.mrun.version", MRUN_VERSION},

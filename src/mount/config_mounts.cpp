@@ -128,8 +128,12 @@ MountOptions parse_mount_options(const std::vector<std::string>& options, const 
     } else if (auto p = propagation_options().find(option); p != propagation_options().end()) {
       o.propagation = p->second.first;
       o.propagation_recursive = p->second.second;
-    } else if (option == "idmap" || option == "ridmap" || starts_with(option, "idmap=")) {
-      throw cannot(what, option, "idmapped mounts are not supported yet");
+    } else if (option == "idmap" || option == "ridmap") {
+      o.idmap = true;
+      o.idmap_recursive = option == "ridmap";
+    } else if (starts_with(option, "idmap=") || starts_with(option, "ridmap=")) {
+      throw cannot(what, option,
+                   "give the mappings as the mount's uidMappings and gidMappings instead");
     } else if (option == "tmpcopyup") {
       o.copy_up = true;
     } else if (default_flag(option)) {
@@ -139,6 +143,9 @@ MountOptions parse_mount_options(const std::vector<std::string>& options, const 
     }
   }
   if (o.copy_up && o.bind) throw cannot(what, "tmpcopyup", "it is for a tmpfs, not a bind");
+  if (o.idmap && !o.bind) {
+    throw cannot(what, o.idmap_recursive ? "ridmap" : "idmap", "it is for a bind mount");
+  }
   for (const auto& d : data) {
     if (o.bind && !superblock_flag(d)) {
       throw cannot(what, d, "not an option of a bind mount");
@@ -181,6 +188,10 @@ std::vector<MountStep> plan_config_mounts(const ConfigMountInput& input) {
       step.recursive_attrs_clear = o.recursive_attrs_clear;
       step.propagation = o.propagation;
       step.propagation_recursive = o.propagation_recursive;
+      step.idmap = o.idmap;
+      step.idmap_recursive = o.idmap_recursive;
+      step.idmap_uids = m.uid_mappings;
+      step.idmap_gids = m.gid_mappings;
       plan.push_back(step);
       continue;
     }

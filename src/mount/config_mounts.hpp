@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "mount/mount_plan.hpp"
+#include "userns/idmap.hpp"
 
 namespace mrun::mount {
 
@@ -19,6 +20,9 @@ struct ConfigMount {
   std::string type;         // "bind", "tmpfs", "proc", ...; empty: from the options
   std::string source;       // absolute host path (bind), or the filesystem's source name
   std::vector<std::string> options;
+  // An idmapped bind's own mappings (the mount's uidMappings, gidMappings); empty: the
+  // container's user namespace's.
+  std::vector<userns::IdMapEntry> uid_mappings, gid_mappings;
 };
 
 // What mount(8) options mean, split as mount_setattr and fsconfig take them.
@@ -33,10 +37,14 @@ struct MountOptions {
   // tmpcopyup (crun's, podman's --read-only tmpfs): the image's files at the target
   // are copied into the fresh tmpfs before it covers them.
   bool copy_up = false;
+  // idmap / ridmap: an idmapped bind (the recursive form for the mounts below it too).
+  bool idmap = false;
+  bool idmap_recursive = false;
 };
 
 // Throws mrun::Error naming the mount (`what`) and the option for one mrun cannot honour
-// (idmap) or, on a bind, one that means nothing there (tmpcopyup too).
+// (crun's "idmap=uids=...;gids=..." form) or one that means nothing there (tmpcopyup or
+// a filesystem's own option on a bind, idmap elsewhere).
 MountOptions parse_mount_options(const std::vector<std::string>& options, const std::string& what);
 
 // Every option name parse_mount_options takes (`mrun features`' mountOptions), besides a

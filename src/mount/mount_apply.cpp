@@ -168,7 +168,9 @@ class PlanApplier {
                       "of the image)",
                   EINVAL, "mount it somewhere that is not a link to /proc");
     }
-    UniqueFd tree = sys::clone_mount(step.source, step.recursive, what);
+    // An idmapped bind the monitor made (it alone could): attached as it came.
+    UniqueFd tree = step.premade_fd >= 0 ? UniqueFd(step.premade_fd)
+                                         : sys::clone_mount(step.source, step.recursive, what);
     if (step.read_only) sys::set_mount_attrs(tree.get(), MOUNT_ATTR_RDONLY, step.recursive, what);
     // An OCI config's options: the recursive ones ("rro") over the whole tree first,
     // then the plain ones ("ro": as runc, on the bind's top mount alone).

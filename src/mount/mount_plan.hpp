@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "userns/idmap.hpp"
+
 namespace mrun::mount {
 
 enum class StepKind {
@@ -51,6 +53,14 @@ struct MountStep {
   bool propagation_recursive = false;
   // filesystem (tmpfs): copy what the target directory holds into it first (tmpcopyup).
   bool copy_up = false;
+  // bind: idmapped (mount_setattr MOUNT_ATTR_IDMAP) through a user namespace with these
+  // maps (empty: the container's), the mounts below it too when recursive. The monitor
+  // makes such a tree before clone (it needs CAP_SYS_ADMIN over the host's filesystem)
+  // and passes its descriptor: `premade_fd`, attached instead of a fresh copy.
+  bool idmap = false;
+  bool idmap_recursive = false;
+  std::vector<userns::IdMapEntry> idmap_uids, idmap_gids;
+  int premade_fd = -1;
   // device_node: the node's type (S_IFCHR, S_IFBLK, S_IFIFO), device number,
   // permission bits and owner.
   mode_t node_type = S_IFCHR;

@@ -204,6 +204,33 @@ json hook_json(const Hook& h) {
   return j;
 }
 
+// uidMappings / gidMappings: [{containerID, hostID, size}], under `where` (linux., or a
+// mount's).
+void parse_mappings(const json& j, const char* key, const std::string& where,
+                    std::optional<std::vector<IdMapping>>& out) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return;
+  if (!it->is_array()) throw bad(where + key, "must be an array");
+  out.emplace();
+  for (const auto& m : *it) {
+    object_at(m, where + key + "[]");
+    IdMapping map;
+    const std::string field = where + key + "[].";
+    get(m, "containerID", map.container_id, field);
+    get(m, "hostID", map.host_id, field);
+    get(m, "size", map.size, field);
+    out->push_back(map);
+  }
+}
+
+json mappings_json(const std::vector<IdMapping>& maps) {
+  json out = json::array();
+  for (const auto& m : maps) {
+    out.push_back({{"containerID", m.container_id}, {"hostID", m.host_id}, {"size", m.size}});
+  }
+  return out;
+}
+
 Linux parse_linux(const json& j) {
   object_at(j, "linux");
   Linux l;
@@ -217,23 +244,8 @@ Linux parse_linux(const json& j) {
       l.namespaces.push_back(ns);
     }
   }
-  auto mappings = [&](const char* key, std::optional<std::vector<IdMapping>>& out) {
-    auto it = j.find(key);
-    if (it == j.end() || it->is_null()) return;
-    if (!it->is_array()) throw bad(std::string("linux.") + key, "must be an array");
-    out.emplace();
-    for (const auto& m : *it) {
-      object_at(m, std::string("linux.") + key + "[]");
-      IdMapping map;
-      std::string where = std::string("linux.") + key + "[].";
-      get(m, "containerID", map.container_id, where);
-      get(m, "hostID", map.host_id, where);
-      get(m, "size", map.size, where);
-      out->push_back(map);
-    }
-  };
-  mappings("uidMappings", l.uid_mappings);
-  mappings("gidMappings", l.gid_mappings);
+  parse_mappings(j, "uidMappings", "linux.", l.uid_mappings);
+  parse_mappings(j, "gidMappings", "linux.", l.gid_mappings);
   get(j, "devices", l.devices, "linux.");
   get(j, "resources", l.resources, "linux.");
   get(j, "cgroupsPath", l.cgroups_path, "linux.");
@@ -251,12 +263,7 @@ Linux parse_linux(const json& j) {
 json linux_json(const Linux& l) {
   json j = l.extra;
   auto mappings = [&](const char* key, const std::optional<std::vector<IdMapping>>& maps) {
-    if (!maps) return;
-    json out = json::array();
-    for (const auto& m : *maps) {
-      out.push_back({{"containerID", m.container_id}, {"hostID", m.host_id}, {"size", m.size}});
-    }
-    j[key] = out;
+    if (maps) j[key] = mappings_json(*maps);
   };
   mappings("uidMappings", l.uid_mappings);
   mappings("gidMappings", l.gid_mappings);
@@ -319,6 +326,10 @@ Spec parse_spec(const std::string& text) {
       get(m, "type", mount.type, "mounts[].");
       get(m, "source", mount.source, "mounts[].");
       get(m, "options", mount.options, "mounts[].");
+      parse_mappings(m, "uidMappings", "mounts[].", mount.uid_mappings);
+      parse_mappings(m, "gidMappings", "mounts[].", mount.gid_mappings);
+      mount.extra =
+          rest(m, {"destination", "type", "source", "options", "uidMappings", "gidMappings"});
       s.mounts->push_back(mount);
     }
   }
@@ -357,10 +368,13 @@ json to_json(const Spec& s) {
   if (s.mounts) {
     json mounts = json::array();
     for (const auto& m : *s.mounts) {
-      json mount = {{"destination", m.destination}};
+      json mount = m.extra;
+      mount["destination"] = m.destination;
       put(mount, "type", m.type);
       put(mount, "source", m.source);
       if (!m.options.empty()) mount["options"] = m.options;
+      if (m.uid_mappings) mount["uidMappings"] = mappings_json(*m.uid_mappings);
+      if (m.gid_mappings) mount["gidMappings"] = mappings_json(*m.gid_mappings);
       mounts.push_back(mount);
     }
     j["mounts"] = mounts;
@@ -524,19 +538,49 @@ Error unsupported(const std::string& field, const std::string& why) {
                "mrun does not honour this yet; remove it from config.json");
 }
 
+// Id mappings as the kernel takes them: none empty, none running past 2^32.
+std::vector<userns::IdMapEntry> checked_mappings(const std::vector<IdMapping>& in,
+                                                 const std::string& field) {
+  std::vector<userns::IdMapEntry> out;
+  for (const auto& m : in) {
+    if (m.size == 0 || std::uint64_t{m.container_id} + m.size > 0x100000000ULL ||
+        std::uint64_t{m.host_id} + m.size > 0x100000000ULL) {
+      throw bad(field, "mapping " + std::to_string(m.container_id) + " " +
+                           std::to_string(m.host_id) + " " + std::to_string(m.size) +
+                           " is empty or runs past 2^32");
+    }
+    out.push_back({m.container_id, m.host_id, m.size});
+  }
+  return out;
+}
+
 // The config's mount table, in its order (mount/config_mounts.hpp does the rest):
 // relative bind sources are the bundle's, every option is checked now, so that a bad
 // one is a 125 before anything is made.
 void convert_mounts(const Spec& spec, const std::string& bundle, runtime::ContainerConfig& c) {
   mount::ConfigMountInput table;
   for (const auto& m : spec.mounts.value_or(std::vector<Mount>{})) {
-    mount::ConfigMount out{m.destination, m.type.value_or(""), m.source.value_or(""), m.options};
+    mount::ConfigMount out{
+        m.destination, m.type.value_or(""), m.source.value_or(""), m.options, {}, {}};
     const std::string what = out.type + " on " + m.destination;
-    bool bind = mount::parse_mount_options(m.options, what).bind || out.type == "bind";
+    const auto options = mount::parse_mount_options(m.options, what);
+    bool bind = options.bind || out.type == "bind";
     if (bind) {
       if (out.source.empty())
         throw bad("mounts (" + m.destination + ")", "bind mount without a source");
       if (out.source[0] != '/') out.source = bundle + "/" + out.source;
+    }
+    // An idmapped bind's own mappings: both or neither, and only with idmap/ridmap.
+    if (m.uid_mappings || m.gid_mappings) {
+      const std::string field = "mounts (" + m.destination + ")";
+      if (!options.idmap)
+        throw bad(field, "uidMappings/gidMappings need the idmap or ridmap option");
+      if (!m.uid_mappings || !m.gid_mappings || m.uid_mappings->empty() ||
+          m.gid_mappings->empty()) {
+        throw bad(field, "an idmapped mount needs both uidMappings and gidMappings");
+      }
+      out.uid_mappings = checked_mappings(*m.uid_mappings, field + ".uidMappings");
+      out.gid_mappings = checked_mappings(*m.gid_mappings, field + ".gidMappings");
     }
     table.mounts.push_back(std::move(out));
   }
@@ -621,20 +665,8 @@ void convert_namespaces(const Linux& l, std::uint32_t uid, std::uint32_t gid,
           "a new user namespace needs both uid and gid mappings");
     }
     runtime::IdMappings maps;
-    auto copy = [](const std::vector<IdMapping>& in, std::vector<userns::IdMapEntry>& out,
-                   const char* field) {
-      for (const auto& m : in) {
-        if (m.size == 0 || std::uint64_t{m.container_id} + m.size > 0x100000000ULL ||
-            std::uint64_t{m.host_id} + m.size > 0x100000000ULL) {
-          throw bad(field, "mapping " + std::to_string(m.container_id) + " " +
-                               std::to_string(m.host_id) + " " + std::to_string(m.size) +
-                               " is empty or runs past 2^32");
-        }
-        out.push_back({m.container_id, m.host_id, m.size});
-      }
-    };
-    copy(*l.uid_mappings, maps.uids, "linux.uidMappings");
-    copy(*l.gid_mappings, maps.gids, "linux.gidMappings");
+    maps.uids = checked_mappings(*l.uid_mappings, "linux.uidMappings");
+    maps.gids = checked_mappings(*l.gid_mappings, "linux.gidMappings");
     maps.callers_own = maps.uids == std::vector<userns::IdMapEntry>{{0, uid, 1}} &&
                        maps.gids == std::vector<userns::IdMapEntry>{{0, gid, 1}};
     c.id_mappings = std::move(maps);

@@ -58,11 +58,20 @@ struct Root {
   std::optional<bool> readonly;
 };
 
+struct IdMapping {
+  std::uint32_t container_id = 0;
+  std::uint32_t host_id = 0;
+  std::uint32_t size = 0;
+};
+
 struct Mount {
   std::string destination;
   std::optional<std::string> type;
   std::optional<std::string> source;
   std::vector<std::string> options;
+  // An idmapped bind's own mappings (runtime-spec 1.1, with the idmap or ridmap option).
+  std::optional<std::vector<IdMapping>> uid_mappings, gid_mappings;
+  nlohmann::json extra = nlohmann::json::object();
 };
 
 struct Hook {
@@ -81,12 +90,6 @@ struct Hooks {
 struct Namespace {
   std::string type;  // pid network mount ipc uts user cgroup time
   std::optional<std::string> path;
-};
-
-struct IdMapping {
-  std::uint32_t container_id = 0;
-  std::uint32_t host_id = 0;
-  std::uint32_t size = 0;
 };
 
 struct Linux {

@@ -38,6 +38,7 @@
 #include "runtime/supervise.hpp"
 #include "runtime/sync_channel.hpp"
 #include "sys/fs.hpp"
+#include "sys/mount_fd.hpp"
 #include "sys/spawn.hpp"
 #include "sys/syscalls.hpp"
 #include "userns/apply_idmap.hpp"
@@ -223,6 +224,43 @@ std::vector<mount::MountStep> plan_mounts(const ContainerConfig& config,
         plan, [&](std::uint32_t gid) { return userns::map_to_host(ids.gids, gid) >= 0; });
   }
   return plan;
+}
+
+// Idmapped binds (mount/config_mounts.hpp): made here, in the monitor, which holds
+// CAP_SYS_ADMIN over the host's filesystems (rootful), as detached trees whose
+// descriptors the container's process inherits across clone and attaches. Rootless
+// nothing of the kind is held over a host filesystem: a clear 125. The returned
+// descriptors must live until the container is cloned.
+std::vector<UniqueFd> premake_idmapped_binds(std::vector<mount::MountStep>& plan,
+                                             const PrivilegeModel& privilege,
+                                             const userns::IdMapPlan& ids) {
+  std::vector<UniqueFd> trees;
+  for (auto& step : plan) {
+    if (step.kind != mount::StepKind::bind || !step.idmap) continue;
+    const std::string field = "config.json: mounts (" + step.target + ")";
+    if (!privilege.rootful) {
+      throw Error(field +
+                      ": an idmapped mount of a host directory needs CAP_SYS_ADMIN over its "
+                      "filesystem, which rootless mrun does not hold",
+                  EPERM, "run rootful, or drop the idmap option");
+    }
+    auto uids = step.idmap_uids, gids = step.idmap_gids;
+    if (uids.empty()) {
+      // No mappings of its own: the container's user namespace's (runc's rule).
+      if (ids.uids.empty()) {
+        throw Error(field +
+                        ": idmap without uidMappings takes the container's, and it has no "
+                        "user namespace mapped by mrun",
+                    EINVAL, "give the mount uidMappings and gidMappings");
+      }
+      uids = ids.uids;
+      gids = ids.gids;
+    }
+    UniqueFd ns = userns::user_namespace_with_maps(uids, gids, field);
+    trees.push_back(sys::idmapped_tree(step.source, ns.get(), step.idmap_recursive, field));
+    step.premade_fd = trees.back().get();
+  }
+  return trees;
 }
 
 LaunchSpec make_launch_spec(const ContainerConfig& config, const PrivilegeModel& privilege,
@@ -605,6 +643,7 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
         "namespace mrun did not make is not supported yet",
         ENOTSUP, "give the container a PID namespace of its own");
   }
+  std::vector<UniqueFd> idmapped = premake_idmapped_binds(spec.mounts, privilege, ids);
   UniqueFd joined_userns = open_joined_user_namespace(config);
   UniqueFd joined_mount = open_joined(config.namespaces.mount, CLONE_NEWNS, "mount");
   UniqueFd joined_time = open_joined(config.namespaces.time, CLONE_NEWTIME, "time");
@@ -647,6 +686,7 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   joined.leave();
   joined_mount.reset();
   joined_time.reset();
+  idmapped.clear();  // the container has its copies
   MRUN_PHASE("run:cloned");
   child_end.close();
   close_handed_over_fds(config);

@@ -93,6 +93,21 @@ UniqueFd clone_mount(const std::string& path, bool recursive, const std::string&
   return tree;
 }
 
+UniqueFd idmapped_tree(const std::string& path, int userns_fd, bool recursive,
+                       const std::string& what) {
+  UniqueFd tree = clone_mount(path, recursive, what);
+  struct mount_attr attr {};
+  attr.attr_set = MOUNT_ATTR_IDMAP;
+  attr.userns_fd = static_cast<std::uint64_t>(userns_fd);
+  unsigned int flags = AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0);
+  if (::mount_setattr(tree.get(), "", flags, &attr, sizeof attr) != 0) {
+    throw_errno("idmap " + what,
+                "the filesystem must support idmapped mounts (ext4, xfs, btrfs, tmpfs since "
+                "6.3, overlayfs since 5.19), and mrun must hold CAP_SYS_ADMIN over it (root)");
+  }
+  return tree;
+}
+
 void set_mount_attrs(int fd, std::uint64_t attrs, bool recursive, const std::string& what) {
   if (attrs == 0) return;
   struct mount_attr attr {};

@@ -32,6 +32,12 @@ UniqueFd new_filesystem(const std::string& fstype, const std::string& source,
 UniqueFd clone_mount(int fd, bool recursive, const std::string& what);
 UniqueFd clone_mount(const std::string& path, bool recursive, const std::string& what);
 
+// A detached copy of the host path `path` (the mounts below it too with `recursive`),
+// idmapped through the user namespace `userns_fd` (MOUNT_ATTR_IDMAP): a file owned by id
+// N on disk shows as the id N maps to there. Needs CAP_SYS_ADMIN over the filesystem.
+UniqueFd idmapped_tree(const std::string& path, int userns_fd, bool recursive,
+                       const std::string& what);
+
 // mount_setattr(AT_EMPTY_PATH) on the mount `fd` is (a detached one, or one attached):
 // sets `attrs` (MOUNT_ATTR_*), on every mount below it with `recursive`. Only ever sets:
 // a flag the kernel locked on a mount copied into a user namespace is never cleared.

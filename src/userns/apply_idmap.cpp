@@ -1,11 +1,17 @@
 #include "userns/apply_idmap.hpp"
 
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <unistd.h>
+
 #include <cerrno>
 
 #include "base/error.hpp"
 #include "base/strings.hpp"
 #include "sys/fs.hpp"
 #include "sys/spawn.hpp"
+#include "sys/syscalls.hpp"
 
 namespace mrun::userns {
 
@@ -59,6 +65,38 @@ void apply_id_maps(pid_t pid, const IdMapPlan& plan) {
   }
   sys::write_file(proc + "/uid_map", format_map(plan.uids));
   sys::write_file(proc + "/gid_map", format_map(plan.gids));
+}
+
+UniqueFd user_namespace_with_maps(const std::vector<IdMapEntry>& uids,
+                                  const std::vector<IdMapEntry>& gids, const std::string& what) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw_errno("create a pipe");
+  UniqueFd hold_read(fds[0]), hold_write(fds[1]);
+  auto child = sys::clone_with_pidfd(CLONE_NEWUSER, SIGCHLD);
+  if (child.pid == 0) {
+    hold_write.reset();
+    char byte;
+    // Lives until the parent closes its end: end-of-file, or the parent's death.
+    while (::read(hold_read.get(), &byte, 1) < 0 && errno == EINTR) {
+    }
+    ::_exit(0);
+  }
+  hold_read.reset();
+  UniqueFd ns;
+  try {
+    const std::string proc = "/proc/" + std::to_string(child.pid);
+    sys::write_file(proc + "/uid_map", format_map(uids));
+    sys::write_file(proc + "/gid_map", format_map(gids));
+    ns.reset(::open((proc + "/ns/user").c_str(), O_RDONLY | O_CLOEXEC));
+    if (!ns) throw_errno("open " + proc + "/ns/user");
+  } catch (const Error& e) {
+    hold_write.reset();
+    sys::wait_pidfd(child.pidfd.get());
+    throw e.wrap(what);
+  }
+  hold_write.reset();
+  sys::wait_pidfd(child.pidfd.get());
+  return ns;
 }
 
 }  // namespace mrun::userns

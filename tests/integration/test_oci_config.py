@@ -510,3 +510,55 @@ def test_tmpcopyup_copies_the_images_files_into_the_tmpfs(mrun, private_rootfs, 
     M.assert_rc(r)
     assert r.lines == ["1", "kept", "640", "/etc/passwd", "new", "1"], r
     assert not os.path.exists(os.path.join(etc, "written")), "the write reached the image"
+
+
+# ---- idmapped mounts ---------------------------------------------------------------
+
+def test_idmapped_bind_shows_host_owners_as_the_containers(mrun, rootfs, name, tmp_path):
+    """A bind with the idmap option, in a container with a user namespace of its own
+    (0 -> 300000): the host directory's root-owned file shows as owned by the container's
+    root (without idmap: nobody), and a file the container's root makes lands on disk as
+    uid 0. With the mount's own uidMappings/gidMappings those are used instead. Rootless,
+    mrun holds no CAP_SYS_ADMIN over the host's filesystem: a clear 125."""
+    base = tempfile.mkdtemp(prefix="mrun-it-idmap.", dir="/var/tmp")
+    try:
+        os.chmod(base, 0o755)
+        data = os.path.join(base, "data")
+        os.mkdir(data)
+        os.chmod(data, 0o777)
+        with open(os.path.join(data, "owned"), "w") as f:
+            f.write("x\n")
+        image = os.path.join(base, "rootfs")
+        shutil.copytree(rootfs, image, symlinks=True)
+        if M.ROOTFUL:
+            os.chown(os.path.join(data, "owned"), 0, 0)
+            for top, dirs, files in os.walk(image):
+                for entry in [top] + [os.path.join(top, e) for e in dirs + files]:
+                    os.lchown(entry, 300000, 300000)
+
+        def edit(c):
+            _with_namespaces(c, user=True)
+            maps = [{"containerID": 0, "hostID": 300000, "size": 65536}]
+            if M.ROOTFUL:
+                c["linux"]["uidMappings"], c["linux"]["gidMappings"] = maps, maps
+            c["mounts"] += [
+                {"destination": "/idmapped", "type": "bind", "source": data,
+                 "options": ["rbind", "idmap"]},
+                {"destination": "/own-maps", "type": "bind", "source": data,
+                 "options": ["rbind", "idmap"],
+                 "uidMappings": [{"containerID": 0, "hostID": 301000, "size": 1}],
+                 "gidMappings": [{"containerID": 0, "hostID": 301000, "size": 1}]},
+                {"destination": "/plain", "type": "bind", "source": data, "options": ["rbind"]}]
+        script = ("stat -c %u /idmapped/owned /own-maps/owned /plain/owned; "
+                  "touch /idmapped/made-inside")
+        r = _run(mrun, M.oci_bundle(mrun, tmp_path, image, ["sh", "-c", script], edit), name)
+        if not M.ROOTFUL:
+            assert r.rc == 125 and "idmapped mount" in r.err and "rootful" in r.err, r
+            return
+        M.assert_rc(r)
+        # 0 on disk -> 300000 through the container's maps -> root in the container;
+        # through the mount's own maps -> 301000, which the container does not map.
+        assert r.lines == ["0", "1000", "65534"], r
+        assert os.stat(os.path.join(data, "made-inside")).st_uid == 0, r
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

@@ -106,11 +106,28 @@ TEST_CASE("config mounts: bind options, the recursive attributes and propagation
 }
 
 TEST_CASE("config mounts: what cannot be honoured is a clear error naming the option") {
-  REQUIRE_THAT(error_of({"bind", "idmap"}), Catch::Contains("option \"idmap\""));
+  REQUIRE_THAT(error_of({"idmap"}), Catch::Contains("it is for a bind mount"));
+  REQUIRE_THAT(error_of({"bind", "idmap=uids=0-1000-10"}),
+               Catch::Contains("as the mount's uidMappings"));
   REQUIRE_THAT(error_of({"bind", "tmpcopyup"}), Catch::Contains("it is for a tmpfs, not a bind"));
   REQUIRE_THAT(error_of({"bind", "mode=755"}), Catch::Contains("not an option of a bind mount"));
   REQUIRE(error_of({"bind", "sync"}).empty());
   REQUIRE_THROWS_AS(parse_propagation("sideways"), mrun::Error);
+}
+
+TEST_CASE("config mounts: idmap and ridmap binds carry their mappings to the step") {
+  ConfigMountInput input;
+  input.mounts.push_back(
+      {"/data", "bind", "/srv", {"rbind", "idmap"}, {{0, 1000, 1}}, {{0, 2000, 1}}});
+  input.mounts.push_back({"/tree", "bind", "/srv", {"rbind", "ridmap"}, {}, {}});
+  auto plan = plan_config_mounts(input);
+  REQUIRE(plan[0].idmap);
+  REQUIRE_FALSE(plan[0].idmap_recursive);
+  REQUIRE(plan[0].idmap_uids == std::vector<mrun::userns::IdMapEntry>{{0, 1000, 1}});
+  REQUIRE(plan[0].idmap_gids == std::vector<mrun::userns::IdMapEntry>{{0, 2000, 1}});
+  REQUIRE(plan[1].idmap_recursive);
+  REQUIRE(plan[1].idmap_uids.empty());  // the container's maps, filled in by the launcher
+  REQUIRE(plan[0].premade_fd == -1);
 }
 
 TEST_CASE("config mounts: tmpcopyup on a tmpfs copies the image's files up; elsewhere refused") {

@@ -388,9 +388,9 @@ TEST_CASE("what mrun cannot honour is an error naming the field, never ignored")
                  j["mounts"].push_back({{"destination", "/data"},
                                         {"type", "bind"},
                                         {"source", "/srv"},
-                                        {"options", {"rbind", "idmap"}}});
+                                        {"options", {"rbind", "idmap=uids=0-1-1"}}});
                }),
-               Catch::Contains("mounts (bind on /data): option \"idmap\""));
+               Catch::Contains("mounts (bind on /data): option \"idmap=uids=0-1-1\""));
   REQUIRE_THAT(fails([](json& j) { j["linux"]["rootfsPropagation"] = "sideways"; }),
                Catch::Contains("linux.rootfsPropagation"));
   REQUIRE_THAT(fails([](json& j) {
@@ -540,6 +540,44 @@ TEST_CASE("ctr's unmodified default spec converts whole: mounts, namespaces, roo
   REQUIRE(with_ns.namespaces.network.source == runtime::NamespaceSource::joined);
   auto host = convert(oci::parse_spec(fixture("configs/ctr-net-host.json")), 0);
   REQUIRE(host.network == runtime::NetworkMode::host);
+}
+
+TEST_CASE("a mount's own uidMappings and gidMappings: idmapped binds, round-tripped") {
+  auto spec = edited("runc-spec.json", [](json& j) {
+    j["mounts"].push_back({{"destination", "/data"},
+                           {"type", "bind"},
+                           {"source", "/srv"},
+                           {"options", {"rbind", "idmap"}},
+                           {"uidMappings", {{{"containerID", 0}, {"hostID", 1000}, {"size", 1}}}},
+                           {"gidMappings", {{{"containerID", 0}, {"hostID", 1000}, {"size", 1}}}},
+                           {"x-unknown", 1}});
+  });
+  REQUIRE(oci::to_json(oci::parse_spec(oci::to_json(spec).dump())) == oci::to_json(spec));
+  REQUIRE(oci::to_json(spec)["mounts"].back()["x-unknown"] == 1);  // kept, as the spec asks
+  auto c = convert(spec, 0);
+  REQUIRE(c.mounts.mounts.back().uid_mappings == std::vector<userns::IdMapEntry>{{0, 1000, 1}});
+  auto fails = [](const std::function<void(json&)>& edit) {
+    return error_of([&] { convert(edited("runc-spec.json", edit), 0); });
+  };
+  REQUIRE_THAT(fails([](json& j) {
+                 j["mounts"].push_back(
+                     {{"destination", "/d"},
+                      {"type", "bind"},
+                      {"source", "/srv"},
+                      {"options", {"rbind"}},
+                      {"uidMappings", {{{"containerID", 0}, {"hostID", 1}, {"size", 1}}}},
+                      {"gidMappings", {{{"containerID", 0}, {"hostID", 1}, {"size", 1}}}}});
+               }),
+               Catch::Contains("need the idmap or ridmap option"));
+  REQUIRE_THAT(fails([](json& j) {
+                 j["mounts"].push_back(
+                     {{"destination", "/d"},
+                      {"type", "bind"},
+                      {"source", "/srv"},
+                      {"options", {"rbind", "idmap"}},
+                      {"uidMappings", {{{"containerID", 0}, {"hostID", 1}, {"size", 1}}}}});
+               }),
+               Catch::Contains("both uidMappings and gidMappings"));
 }
 
 TEST_CASE("linux.personality and linux.memoryPolicy as set_mempolicy and personality take them") {
