@@ -604,3 +604,28 @@ def oci_bundle(mrun, tmp_path, rootfs, args, edit=None, **process):
         edit(config)
     (bundle / "config.json").write_text(json.dumps(config))
     return bundle
+
+
+def drain_pty(master, p, timeout, what):
+    """Everything the pty MASTER shows until its other side is closed by all (EIO), read
+    while process P runs; then P's exit status: (status, bytes). P is killed, and an
+    AssertionError naming WHAT raised, when that takes longer than TIMEOUT seconds."""
+    import select
+    out, deadline = b"", time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            p.kill()
+            p.wait()
+            raise AssertionError(f"{what} did not finish within {timeout}s:\n{out!r}")
+        ready, _, _ = select.select([master], [], [], left)
+        if not ready:
+            continue
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: the last holder of the other side exited
+            data = b""
+        if not data:
+            break
+        out += data
+    return p.wait(timeout=10), out

@@ -326,27 +326,9 @@ class Ctr:
                                  env=self.daemon.env, start_new_session=True)
         finally:
             os.close(slave)
-        out = b""
-        deadline = time.monotonic() + timeout
         try:
-            while True:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    p.kill()
-                    p.wait()
-                    raise AssertionError(f"ctr task exec -t did not finish within {timeout}s:"
-                                         f"\n$ {' '.join(map(M.shell_quote, argv))}\n{out!r}")
-                ready, _, _ = select.select([master], [], [], left)
-                if not ready:
-                    continue
-                try:
-                    data = os.read(master, 65536)
-                except OSError:  # EIO: ctr, the last holder of the pty's other side, exited
-                    data = b""
-                if not data:
-                    break
-                out += data
-            rc = p.wait(timeout=10)
+            rc, out = M.drain_pty(master, p, timeout, "ctr task exec -t\n$ " +
+                                  " ".join(map(M.shell_quote, argv)))
         finally:
             os.close(master)
         return rc, out.decode(errors="replace").replace("\r", "").replace("\0", "")

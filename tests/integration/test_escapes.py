@@ -491,32 +491,13 @@ def _run_on_pty(mrun, *args, timeout=30):
     """mrun ARGS with its standard input, output and error on a new pty, as a user at a
     terminal runs `mrun run -t`: (exit status, what the pty showed, without \\r)."""
     import pty
-    import select
     master, slave = pty.openpty()
     try:
         p = mrun.popen(*args, stdin=slave, stdout=slave, stderr=slave)
     finally:
         os.close(slave)
-    out, deadline = b"", time.monotonic() + timeout
     try:
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                p.kill()
-                p.wait()
-                raise AssertionError(f"mrun {' '.join(map(str, args))} did not finish within "
-                                     f"{timeout}s:\n{out!r}")
-            ready, _, _ = select.select([master], [], [], left)
-            if not ready:
-                continue
-            try:
-                data = os.read(master, 65536)
-            except OSError:  # EIO: the last holder of the other side (mrun) exited
-                data = b""
-            if not data:
-                break
-            out += data
-        rc = p.wait(timeout=10)
+        rc, out = M.drain_pty(master, p, timeout, f"mrun {' '.join(map(str, args))}")
     finally:
         os.close(master)
     return rc, out.decode(errors="replace").replace("\r", "")
@@ -539,6 +520,16 @@ def _check_console_run(text, what, allowed_console):
     if allowed_console is not None:
         assert fields.get("console") in allowed_console, f"{what}: {fields}\n{text}"
     assert fields.get("tty", "").startswith("/dev/pts/"), f"{what}: not on a pty\n{text}"
+
+
+def _binds_dev_from(devdir):
+    """A config edit: /dev bound from the host directory DEVDIR (the engine's own /dev)."""
+    def edit(config):
+        mounts = [m for m in config["mounts"] if m["destination"] != "/dev"]
+        mounts.insert(1, {"destination": "/dev", "type": "bind", "source": str(devdir),
+                          "options": ["rbind", "rw"]})
+        config["mounts"] = mounts
+    return edit
 
 
 def _read_core_pattern():
@@ -588,14 +579,8 @@ def test_bundle_dev_console_raced_with_a_symlink_to_core_pattern(mrun, private_r
     # the pty comes from the devpts on /dev/pts, through the engine's ptmx link.
     os.symlink("pts/ptmx", devdir / "ptmx")
 
-    def bind_dev(config):
-        mounts = [m for m in config["mounts"] if m["destination"] != "/dev"]
-        mounts.insert(1, {"destination": "/dev", "type": "bind", "source": str(devdir),
-                          "options": ["rbind", "rw"]})
-        config["mounts"] = mounts
-
     bundle = M.oci_bundle(mrun, tmp_path, private_rootfs, ["/bin/sh", "-c", _CONSOLE_SCRIPT],
-                          edit=bind_dev, terminal=True)
+                          edit=_binds_dev_from(devdir), terminal=True)
     sock_path = tmp_path / "console.sock"
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(str(sock_path))
@@ -681,13 +666,8 @@ def test_bundle_dev_console_symlink_is_refused_and_left_alone(mrun, private_root
     os.symlink(CORE_PATTERN, devdir / "console")
     os.symlink("pts/ptmx", devdir / "ptmx")
 
-    def bind_dev(config):
-        mounts = [m for m in config["mounts"] if m["destination"] != "/dev"]
-        mounts.insert(1, {"destination": "/dev", "type": "bind", "source": str(devdir),
-                          "options": ["rbind", "rw"]})
-        config["mounts"] = mounts
-
-    bundle = M.oci_bundle(mrun, tmp_path, private_rootfs, ["/bin/true"], edit=bind_dev,
+    bundle = M.oci_bundle(mrun, tmp_path, private_rootfs, ["/bin/true"],
+                          edit=_binds_dev_from(devdir),
                           terminal=True)
     host_mounts = M.mount_keys(M.host_mounts())
     rc, out = _run_on_pty(mrun, "run", "--bundle", bundle, name)

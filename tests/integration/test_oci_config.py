@@ -274,7 +274,34 @@ def _holder(*unshare_args):
     return p
 
 
-def test_user_namespace_with_the_configs_own_mappings(mrun, rootfs, name, tmp_path):
+@pytest.fixture
+def userns_stage(rootfs):
+    """A world-searchable directory in /var/tmp (pytest's own temporary directories are
+    its owner's alone, out of reach of a user namespace's other ids) holding a copy of the
+    rootfs, `image`, and an empty directory to bind, `data` (mode 1777). `owned_by(uid)`
+    chowns the image to one id, as an engine prepares a rootfs for a user namespace."""
+    base = tempfile.mkdtemp(prefix="mrun-it-userns.", dir="/var/tmp")
+    os.chmod(base, 0o755)
+
+    class Stage:
+        image = os.path.join(base, "rootfs")
+        data = os.path.join(base, "data")
+
+        def owned_by(self, uid):
+            for top, dirs, files in os.walk(self.image):
+                for entry in [top] + [os.path.join(top, e) for e in dirs + files]:
+                    os.lchown(entry, uid, uid)
+
+    shutil.copytree(rootfs, Stage.image, symlinks=True)
+    os.mkdir(Stage.data)
+    os.chmod(Stage.data, 0o1777)
+    try:
+        yield Stage()
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_user_namespace_with_the_configs_own_mappings(mrun, userns_stage, name, tmp_path):
     """linux.uidMappings and gidMappings as given: rootful, written by mrun (a range of
     no one's ids); rootless, container root the caller plus the caller's subordinate
     range, written through newuidmap/newgidmap. The container's uid_map is the config's,
@@ -283,6 +310,7 @@ def test_user_namespace_with_the_configs_own_mappings(mrun, rootfs, name, tmp_pa
         uids = [{"containerID": 0, "hostID": 300000, "size": 65536}]
         gids = [{"containerID": 0, "hostID": 300000, "size": 65536}]
         owner = 300000 + 1000
+        userns_stage.owned_by(300000)
     else:
         sub = M.subid_range("/etc/subuid")
         subg = M.subid_range("/etc/subgid")
@@ -293,38 +321,22 @@ def test_user_namespace_with_the_configs_own_mappings(mrun, rootfs, name, tmp_pa
         gids = [{"containerID": 0, "hostID": os.getgid(), "size": 1},
                 {"containerID": 1, "hostID": subg[0], "size": min(subg[1], 65535)}]
         owner = sub[0] + 999
-    # Reachable by ids of the new user namespace (pytest's own temporary directories
-    # are its owner's alone): a fresh world-searchable directory in /var/tmp.
-    base = tempfile.mkdtemp(prefix="mrun-it-userns.", dir="/var/tmp")
-    try:
-        os.chmod(base, 0o755)
-        data = os.path.join(base, "data")
-        os.mkdir(data)
-        os.chmod(data, 0o1777)
+    data = userns_stage.data
 
-        def edit(c):
-            _with_namespaces(c, user=True)
-            c["linux"]["uidMappings"], c["linux"]["gidMappings"] = uids, gids
-            c["mounts"].append({"destination": "/data", "type": "bind", "source": data,
-                                "options": ["rbind"]})
-        script = "cat /proc/self/uid_map /proc/self/gid_map; touch /data/made-by-1000"
-        image = os.path.join(base, "rootfs")
-        shutil.copytree(rootfs, image, symlinks=True)
-        if M.ROOTFUL:
-            # As an engine prepares a rootfs for a user namespace: owned by its root.
-            for top, dirs, files in os.walk(image):
-                for entry in [top] + [os.path.join(top, e) for e in dirs + files]:
-                    os.lchown(entry, 300000, 300000)
-        bundle = M.oci_bundle(mrun, tmp_path, image, ["sh", "-c", script], edit,
-                              user={"uid": 1000, "gid": 1000})
-        r = _run(mrun, bundle, name)
-        M.assert_rc(r)
-        table = [line.split() for line in r.lines]
-        want = [[str(m["containerID"]), str(m["hostID"]), str(m["size"])] for m in uids + gids]
-        assert table == want, r
-        assert os.stat(os.path.join(data, "made-by-1000")).st_uid == owner, r
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
+    def edit(c):
+        _with_namespaces(c, user=True)
+        c["linux"]["uidMappings"], c["linux"]["gidMappings"] = uids, gids
+        c["mounts"].append({"destination": "/data", "type": "bind", "source": data,
+                            "options": ["rbind"]})
+    script = "cat /proc/self/uid_map /proc/self/gid_map; touch /data/made-by-1000"
+    bundle = M.oci_bundle(mrun, tmp_path, userns_stage.image, ["sh", "-c", script], edit,
+                          user={"uid": 1000, "gid": 1000})
+    r = _run(mrun, bundle, name)
+    M.assert_rc(r)
+    table = [line.split() for line in r.lines]
+    want = [[str(m["containerID"]), str(m["hostID"]), str(m["size"])] for m in uids + gids]
+    assert table == want, r
+    assert os.stat(os.path.join(data, "made-by-1000")).st_uid == owner, r
 
 
 def test_mappings_beyond_the_callers_ids_are_a_clear_125(mrun, rootfs, name, tmp_path):
@@ -514,51 +526,40 @@ def test_tmpcopyup_copies_the_images_files_into_the_tmpfs(mrun, private_rootfs, 
 
 # ---- idmapped mounts ---------------------------------------------------------------
 
-def test_idmapped_bind_shows_host_owners_as_the_containers(mrun, rootfs, name, tmp_path):
+def test_idmapped_bind_shows_host_owners_as_the_containers(mrun, userns_stage, name, tmp_path):
     """A bind with the idmap option, in a container with a user namespace of its own
     (0 -> 300000): the host directory's root-owned file shows as owned by the container's
     root (without idmap: nobody), and a file the container's root makes lands on disk as
     uid 0. With the mount's own uidMappings/gidMappings those are used instead. Rootless,
     mrun holds no CAP_SYS_ADMIN over the host's filesystem: a clear 125."""
-    base = tempfile.mkdtemp(prefix="mrun-it-idmap.", dir="/var/tmp")
-    try:
-        os.chmod(base, 0o755)
-        data = os.path.join(base, "data")
-        os.mkdir(data)
-        os.chmod(data, 0o777)
-        with open(os.path.join(data, "owned"), "w") as f:
-            f.write("x\n")
-        image = os.path.join(base, "rootfs")
-        shutil.copytree(rootfs, image, symlinks=True)
-        if M.ROOTFUL:
-            os.chown(os.path.join(data, "owned"), 0, 0)
-            for top, dirs, files in os.walk(image):
-                for entry in [top] + [os.path.join(top, e) for e in dirs + files]:
-                    os.lchown(entry, 300000, 300000)
+    data = userns_stage.data
+    with open(os.path.join(data, "owned"), "w") as f:
+        f.write("x\n")
+    if M.ROOTFUL:
+        os.chown(os.path.join(data, "owned"), 0, 0)
+        userns_stage.owned_by(300000)
 
-        def edit(c):
-            _with_namespaces(c, user=True)
-            maps = [{"containerID": 0, "hostID": 300000, "size": 65536}]
-            if M.ROOTFUL:
-                c["linux"]["uidMappings"], c["linux"]["gidMappings"] = maps, maps
-            c["mounts"] += [
-                {"destination": "/idmapped", "type": "bind", "source": data,
-                 "options": ["rbind", "idmap"]},
-                {"destination": "/own-maps", "type": "bind", "source": data,
-                 "options": ["rbind", "idmap"],
-                 "uidMappings": [{"containerID": 0, "hostID": 301000, "size": 1}],
-                 "gidMappings": [{"containerID": 0, "hostID": 301000, "size": 1}]},
-                {"destination": "/plain", "type": "bind", "source": data, "options": ["rbind"]}]
-        script = ("stat -c %u /idmapped/owned /own-maps/owned /plain/owned; "
-                  "touch /idmapped/made-inside")
-        r = _run(mrun, M.oci_bundle(mrun, tmp_path, image, ["sh", "-c", script], edit), name)
-        if not M.ROOTFUL:
-            assert r.rc == 125 and "idmapped mount" in r.err and "rootful" in r.err, r
-            return
-        M.assert_rc(r)
-        # 0 on disk -> 300000 through the container's maps -> root in the container;
-        # through the mount's own maps -> 301000, which the container does not map.
-        assert r.lines == ["0", "1000", "65534"], r
-        assert os.stat(os.path.join(data, "made-inside")).st_uid == 0, r
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
+    def edit(c):
+        _with_namespaces(c, user=True)
+        maps = [{"containerID": 0, "hostID": 300000, "size": 65536}]
+        if M.ROOTFUL:
+            c["linux"]["uidMappings"], c["linux"]["gidMappings"] = maps, maps
+        c["mounts"] += [
+            {"destination": "/idmapped", "type": "bind", "source": data,
+             "options": ["rbind", "idmap"]},
+            {"destination": "/own-maps", "type": "bind", "source": data,
+             "options": ["rbind", "idmap"],
+             "uidMappings": [{"containerID": 0, "hostID": 301000, "size": 1}],
+             "gidMappings": [{"containerID": 0, "hostID": 301000, "size": 1}]},
+            {"destination": "/plain", "type": "bind", "source": data, "options": ["rbind"]}]
+    script = "stat -c %u /idmapped/owned /own-maps/owned /plain/owned; touch /idmapped/made-inside"
+    r = _run(mrun, M.oci_bundle(mrun, tmp_path, userns_stage.image, ["sh", "-c", script], edit),
+             name)
+    if not M.ROOTFUL:
+        assert r.rc == 125 and "idmapped mount" in r.err and "rootful" in r.err, r
+        return
+    M.assert_rc(r)
+    # 0 on disk -> 300000 through the container's maps -> root in the container;
+    # through the mount's own maps -> 301000, which the container does not map.
+    assert r.lines == ["0", "1000", "65534"], r
+    assert os.stat(os.path.join(data, "made-inside")).st_uid == 0, r
