@@ -33,7 +33,6 @@ import os
 import platform
 import pty
 import re
-import select
 import shutil
 import struct
 import subprocess
