@@ -4,8 +4,8 @@
 
 #include "base/error.hpp"
 #include "cli/command.hpp"
-#include "cli/detach.hpp"
 #include "cli/oci_bundle.hpp"
+#include "runtime/detach.hpp"
 #include "runtime/state.hpp"
 
 namespace mrun::cli {
@@ -35,7 +35,7 @@ class CreateCommand : public Command {
     auto config = config_from_bundle(bundle_, id_, ctx);
     apply_process_options(process_, config, true);
     config.run.detach = true;
-    return create_detached(config, ctx, pid_file_);
+    return runtime::create_detached(config, ctx, pid_file_);
   }
 
  private:

@@ -13,12 +13,12 @@
 #include "cdi/cdi_registry.hpp"
 #include "cgroup/limits.hpp"
 #include "cli/command.hpp"
-#include "cli/detach.hpp"
 #include "cli/oci_bundle.hpp"
 #include "mount/busybox_rootfs.hpp"
 #include "mount/mount_plan.hpp"
 #include "net/publish_spec.hpp"
 #include "oci/run_config.hpp"
+#include "runtime/detach.hpp"
 #include "runtime/launcher.hpp"
 #include "runtime/privilege.hpp"
 #include "security/security_plan.hpp"
@@ -295,7 +295,7 @@ class RunCommand : public Command {
       config.no_pivot = process_.no_pivot;
       config.new_keyring = !process_.no_new_keyring;
     }
-    if (config.run.detach) return run_detached(config, ctx);
+    if (config.run.detach) return runtime::run_detached(config, ctx);
     return runtime::run_container(config, ctx);
   }
 

@@ -7,14 +7,13 @@
 #include "runtime/config.hpp"
 #include "runtime/context.hpp"
 
-namespace mrun::cli {
+namespace mrun::runtime {
 
-int run_detached(const runtime::ContainerConfig& config, const runtime::Context& ctx);
+int run_detached(const ContainerConfig& config, const Context& ctx);
 
 // OCI `mrun create`: the same monitor, but the container is held before exec until
 // `mrun start` (state: created). Returns once it is held; writes its pid to pid_file
 // when one is given. Prints nothing, as runc.
-int create_detached(const runtime::ContainerConfig& config, const runtime::Context& ctx,
-                    const std::string& pid_file);
+int create_detached(const ContainerConfig& config, const Context& ctx, const std::string& pid_file);
 
-}  // namespace mrun::cli
+}  // namespace mrun::runtime

@@ -1,4 +1,4 @@
-#include "cli/detach.hpp"
+#include "runtime/detach.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include "base/error.hpp"
 #include "runtime/launcher.hpp"
 
-namespace mrun::cli {
+namespace mrun::runtime {
 
 namespace {
 void write_report(int fd, const std::string& text) {
@@ -19,8 +19,8 @@ void write_report(int fd, const std::string& text) {
 
 // Monitor: detached from the caller's session and terminal. Its stdout/stderr (and so
 // the container's) go to <state dir>/container.log once the name is claimed.
-[[noreturn]] void monitor_main(runtime::ContainerConfig config, const runtime::Context& ctx,
-                               int report_fd, bool hold) {
+[[noreturn]] void monitor_main(ContainerConfig config, const Context& ctx, int report_fd,
+                               bool hold) {
   if (hold) {
     // OCI create: the caller's stdio (an engine's pipes, or its terminal) become the
     // container's, as runc's pass-through; the monitor's own go to container.log. With
@@ -33,7 +33,7 @@ void write_report(int fd, const std::string& text) {
   ::setsid();
   int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
-  runtime::LaunchHooks hooks;
+  LaunchHooks hooks;
   hooks.on_claimed = [](const std::string& state_dir) {
     std::string log = state_dir + "/container.log";
     int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
@@ -55,7 +55,7 @@ void write_report(int fd, const std::string& text) {
     };
   }
   try {
-    runtime::run_container(config, ctx, hooks);
+    run_container(config, ctx, hooks);
     ::_exit(0);
   } catch (const Error& e) {
     write_report(report_fd, std::to_string(e.exit_status()) + " " + e.what());
@@ -67,8 +67,7 @@ void write_report(int fd, const std::string& text) {
 
 // Starts the monitor and waits for its report: "0 WHAT" once the container is up (or
 // held), else "STATUS MESSAGE". Returns WHAT.
-std::string start_monitor(const runtime::ContainerConfig& config, const runtime::Context& ctx,
-                          bool hold) {
+std::string start_monitor(const ContainerConfig& config, const Context& ctx, bool hold) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) throw_errno("pipe for the container monitor");
   std::cout.flush();
@@ -98,13 +97,13 @@ std::string start_monitor(const runtime::ContainerConfig& config, const runtime:
 }
 }  // namespace
 
-int run_detached(const runtime::ContainerConfig& config, const runtime::Context& ctx) {
+int run_detached(const ContainerConfig& config, const Context& ctx) {
   start_monitor(config, ctx, false);
   std::cout << config.name << std::endl;
   return 0;
 }
 
-int create_detached(const runtime::ContainerConfig& config, const runtime::Context& ctx,
+int create_detached(const ContainerConfig& config, const Context& ctx,
                     const std::string& pid_file) {
   std::string pid = start_monitor(config, ctx, true);
   if (!pid_file.empty()) {
@@ -120,4 +119,4 @@ int create_detached(const runtime::ContainerConfig& config, const runtime::Conte
   return 0;
 }
 
-}  // namespace mrun::cli
+}  // namespace mrun::runtime
