@@ -3,10 +3,8 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
-#include <sys/personality.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -195,19 +193,18 @@ std::string resolve_command(const std::string& name, const std::string& path_env
 // linux.personality and linux.memoryPolicy: both outlive execve, so they are set here,
 // once, for the command (and what it forks).
 static void set_execution_domain(const CommandProcess& process) {
-  if (process.personality && ::personality(*process.personality) < 0) {
-    throw_errno("linux.personality: set execution domain " + std::to_string(*process.personality));
+  try {
+    if (process.personality) sys::set_personality(*process.personality);
+  } catch (const Error& e) {
+    throw e.wrap("linux.personality");
   }
-  if (process.memory_policy) {
-    const MemoryPolicy& p = *process.memory_policy;
-    const unsigned long maxnode = p.nodemask.size() * 8 * sizeof(unsigned long) + 1;
-    if (::syscall(SYS_set_mempolicy, p.mode | static_cast<int>(p.flags),
-                  p.nodemask.empty() ? nullptr : p.nodemask.data(),
-                  p.nodemask.empty() ? 0 : maxnode) != 0) {
-      throw_errno("linux.memoryPolicy: set_mempolicy",
-                  "give nodes this host has (/sys/devices/system/node) and a mode its kernel "
-                  "knows");
+  try {
+    if (process.memory_policy) {
+      const MemoryPolicy& p = *process.memory_policy;
+      sys::set_memory_policy(p.mode | static_cast<int>(p.flags), p.nodemask);
     }
+  } catch (const Error& e) {
+    throw e.wrap("linux.memoryPolicy");
   }
 }
 

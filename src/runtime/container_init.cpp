@@ -90,10 +90,9 @@ void set_up_mount_and_time_namespaces(const LaunchSpec& spec) {
     ::close(spec.join_time_fd);
   }
   if (spec.config.namespaces.time.source != NamespaceSource::fresh) return;
-  if (::unshare(CLONE_NEWTIME) != 0) {
-    throw_errno("config.json: linux.namespaces (time): make a time namespace",
-                "the kernel needs time namespaces (Linux 5.6, CONFIG_TIME_NS)");
-  }
+  sys::unshare_namespaces(CLONE_NEWTIME,
+                          "config.json: linux.namespaces (time): make a time namespace",
+                          "the kernel needs time namespaces (Linux 5.6, CONFIG_TIME_NS)");
   std::string offsets;
   auto line = [&](const char* clock, const std::optional<TimeOffset>& offset) {
     if (offset) {
@@ -158,7 +157,7 @@ void mount_rootfs(const LaunchSpec& spec, const ContainerEnd& sync) {
   // namespace whose root is the old one), so the container moves on to a copy of the
   // namespace and leaves the daemon behind in the original, as podman's pause
   // namespace does.
-  if (::unshare(CLONE_NEWNS) != 0) throw_errno("enter a mount namespace of the container's own");
+  sys::unshare_namespaces(CLONE_NEWNS, "enter a mount namespace of the container's own");
   spec.log.debug("overlay: fuse");
 }
 
@@ -340,9 +339,9 @@ void container_main(const LaunchSpec& spec, const ContainerEnd& sync, const Uniq
     // Now inside the leaf (the parent moved us before ids_mapped): a cgroup namespace
     // made here has the leaf as its root. Needs CAP_SYS_ADMIN in our user namespace,
     // which we hold as its root once the maps are written.
-    if (spec.own_cgroup && spec.config.namespaces.cgroup.source == NamespaceSource::fresh &&
-        ::unshare(CLONE_NEWCGROUP) != 0) {
-      throw_errno("enter a cgroup namespace rooted at the container's cgroup");
+    if (spec.own_cgroup && spec.config.namespaces.cgroup.source == NamespaceSource::fresh) {
+      sys::unshare_namespaces(CLONE_NEWCGROUP,
+                              "enter a cgroup namespace rooted at the container's cgroup");
     }
     const bool may_setgroups = setgroups_allowed(spec);
     drop_host_groups(spec, may_setgroups);

@@ -15,6 +15,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
@@ -262,6 +263,23 @@ void set_domainname(const std::string& name) {
 
 void set_no_new_privs() {
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) throw_errno("set no_new_privs");
+}
+
+void unshare_namespaces(int flags, const std::string& what, const std::string& fix) {
+  if (::unshare(flags) != 0) throw_errno(what, fix);
+}
+
+void set_personality(unsigned long persona) {
+  if (::personality(persona) < 0) throw_errno("set execution domain " + std::to_string(persona));
+}
+
+void set_memory_policy(int mode, const std::vector<unsigned long>& nodemask) {
+  const unsigned long maxnode = nodemask.size() * 8 * sizeof(unsigned long) + 1;
+  if (::syscall(SYS_set_mempolicy, mode, nodemask.empty() ? nullptr : nodemask.data(),
+                nodemask.empty() ? 0 : maxnode) != 0) {
+    throw_errno("set_mempolicy",
+                "give nodes this host has (/sys/devices/system/node) and a mode its kernel knows");
+  }
 }
 
 void set_parent_death_signal(int sig) {

@@ -81,6 +81,13 @@ void set_hostname(const std::string& name);
 void set_domainname(const std::string& name);
 void set_no_new_privs();
 void set_parent_death_signal(int sig);
+// unshare(2) of `flags`; throws naming `what` and `fix`.
+void unshare_namespaces(int flags, const std::string& what, const std::string& fix = {});
+// personality(2): the execution domain (PER_LINUX, PER_LINUX32), kept across execve.
+void set_personality(unsigned long persona);
+// set_mempolicy(2) of `mode` (MPOL_*, MPOL_F_* or'ed in) over the nodes whose bits
+// `nodemask` sets (empty: none), kept across execve.
+void set_memory_policy(int mode, const std::vector<unsigned long>& nodemask);
 void bring_loopback_up();
 
 // Opens a path strictly inside `root_fd` (openat2 RESOLVE_IN_ROOT|RESOLVE_NO_MAGICLINKS):
