@@ -109,6 +109,13 @@ RunConfig build_run_config(const RunRequest& request, const RunPolicy& policy) {
   if (!policy.rootful || request.additions.userns == runtime::UsernsMode::single) {
     l.namespaces.push_back({"user", {}});
   }
+  // Ping by default, as podman does it (containers.conf's default_sysctls): ICMP echo
+  // sockets for the container's root group, in its own network namespace (a host
+  // network is the host's to decide; a wider range would need gids the container's user
+  // namespace may not map, which the kernel refuses).
+  if (request.network != runtime::NetworkMode::host) {
+    l.sysctl = std::map<std::string, std::string>{{"net.ipv4.ping_group_range", "0 0"}};
+  }
   l.masked_paths = mount::default_masked_paths();
   l.readonly_paths = mount::default_read_only_paths();
   if (nlohmann::json r = resources_json(request.resources); !r.empty()) l.resources = r;

@@ -519,3 +519,31 @@ def test_no_api_socket_after_a_normal_exit(mrun, rootfs, name):
              for path in glob.glob(os.path.join(d, "*.sock"))]
     assert not found, found
     M.assert_rc(mrun("delete", name))
+
+
+@pytest.mark.parametrize("backend", BACKENDS + ["none"])
+def test_ping_works_by_default(mrun, rootfs, name, backend):
+    """Ping without CAP_NET_RAW, as podman gives it: net.ipv4.ping_group_range "0 0" in the
+    container's own network namespace lets its root open ICMP echo sockets (what iputils'
+    ping uses; busybox's only tries raw sockets). On loopback always, to the slirp4netns
+    gateway too (pasta is started with --no-map-gw: 10.0.2.2 is not the host there). A
+    host network keeps the host's setting."""
+    if backend != "none":
+        _need(backend)
+    script = ("cat /proc/sys/net/ipv4/ping_group_range; mrun-probe ping 127.0.0.1; "
+              "mrun-probe ping 10.0.2.2; true")
+    r = M.run_sh(mrun, rootfs, script, "--network", backend, name=name)
+    M.assert_rc(r)
+    assert r.lines[0].split() == ["0", "0"], r
+    assert r.lines[1] == "ping=ok", r
+    if backend == "slirp4netns":
+        assert r.lines[2] == "ping=ok", r
+    with open("/proc/sys/net/ipv4/ping_group_range") as f:
+        host = f.read().split()
+    r = M.run_sh(mrun, rootfs, "cat /proc/sys/net/ipv4/ping_group_range", "--network", "host",
+                 name=f"{name}-host")
+    M.assert_rc(r)
+    if M.ROOTFUL:
+        assert r.out.split() == host, r
+    else:  # the host's groups, seen through the user namespace (unmapped: 65534)
+        assert r.out.split() != ["0", "0"] or host == ["0", "0"], r

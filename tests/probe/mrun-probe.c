@@ -23,6 +23,9 @@
  *   tty              isatty of 0/1/2, ttyname(0), window size of fd 0
  *   ifaces           one line per network interface: "NAME up|down [loopback]"
  *   loopback         TCP echo over 127.0.0.1 inside the container; exit 0 if it works
+ *   ping ADDR        one ICMP echo to the IPv4 ADDR through an unprivileged ICMP socket
+ *                    (what iputils' ping uses without CAP_NET_RAW): "ping=ok" or
+ *                    "ping=fail REASON"; exit 0 if the reply came
  *   write PATH       create/truncate PATH and write to it; prints "ok" or
  *                    "errno=NAME (message)" and exits 0 or 1
  *   mknod PATH       mknod a character device 1:3 (like /dev/null) at PATH;
@@ -426,6 +429,39 @@ static int cmd_loopback(void) {
     return 1;
   }
   printf("loopback=ok port=%d\n", ntohs(a.sin_port));
+  return 0;
+}
+
+/* An echo request through SOCK_DGRAM/IPPROTO_ICMP: allowed where the process's group is
+ * in net.ipv4.ping_group_range; the kernel fills in the identifier and checksum. */
+static int cmd_ping(int argc, char** argv) {
+  if (argc < 1) return fail("usage: ping ADDR");
+  struct sockaddr_in to;
+  memset(&to, 0, sizeof to);
+  to.sin_family = AF_INET;
+  if (inet_pton(AF_INET, argv[0], &to.sin_addr) != 1) return fail("ping: bad address %s", argv[0]);
+  int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, IPPROTO_ICMP);
+  if (s < 0) {
+    printf("ping=fail socket: %s\n", strerror(errno));
+    return 1;
+  }
+  unsigned char req[16] = {8, 0};  // type 8 (echo request), code 0; the rest the kernel's
+  req[7] = 1;                      // sequence 1
+  memcpy(req + 8, "mrunping", 8);
+  if (sendto(s, req, sizeof req, 0, (struct sockaddr*)&to, sizeof to) < 0) {
+    printf("ping=fail send: %s\n", strerror(errno));
+    return 1;
+  }
+  struct timeval tv = {2, 0};
+  setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  unsigned char reply[64];
+  ssize_t n = recv(s, reply, sizeof reply, 0);
+  if (n < 8 || reply[0] != 0) {  // type 0: echo reply
+    printf("ping=fail %s\n", n < 0 ? strerror(errno) : "no echo reply");
+    return 1;
+  }
+  printf("ping=ok\n");
+  close(s);
   return 0;
 }
 
@@ -855,7 +891,7 @@ static void usage(void) {
       "usage: mrun-probe escape DEV:INO | ids | x32 | sigwait [SECS] | zombie [N] | procs |\n"
       "       stat PATH | fds | tty | ifaces | loopback | write PATH | mknod PATH | crash |\n"
       "       hold SECS [MARKER] | escape-suite HOST_PID HANDLE_PATH [NAME...] |\n"
-      "       escape-list | sys [trap] getppid|getpgid|mkdirat PATH\n",
+      "       escape-list | sys [trap] getppid|getpgid|mkdirat PATH | ping ADDR\n",
       stderr);
 }
 
@@ -985,6 +1021,7 @@ int main(int argc, char** argv) {
   if (!strcmp(cmd, "tty")) return cmd_tty();
   if (!strcmp(cmd, "ifaces")) return cmd_ifaces();
   if (!strcmp(cmd, "loopback")) return cmd_loopback();
+  if (!strcmp(cmd, "ping")) return cmd_ping(rest_argc, rest);
   if (!strcmp(cmd, "write")) return cmd_write(rest_argc, rest);
   if (!strcmp(cmd, "mknod")) return cmd_mknod(rest_argc, rest);
   if (!strcmp(cmd, "crash")) return cmd_crash();

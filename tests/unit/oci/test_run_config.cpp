@@ -70,6 +70,8 @@ TEST_CASE("mrun run's config: process, root, hostname and the namespaces it make
   REQUIRE(has(*spec.linux->masked_paths, "/proc/kcore"));
   REQUIRE(has(*spec.linux->readonly_paths, "/proc/sys"));
   REQUIRE_FALSE(spec.linux->resources);
+  // Ping by default, as podman: ICMP echo sockets for the container's root group.
+  REQUIRE(spec.linux->sysctl->at("net.ipv4.ping_group_range") == "0 0");
   REQUIRE(built.additions.network_helper == runtime::NetworkMode::slirp4netns);
   REQUIRE(built.additions.seccomp == security::SeccompMode::automatic);
 }
@@ -77,8 +79,10 @@ TEST_CASE("mrun run's config: process, root, hostname and the namespaces it make
 TEST_CASE("mrun run's config: --network host, rootful, --userns single") {
   auto r = request();
   r.network = runtime::NetworkMode::host;
-  auto types = namespace_types(oci::build_run_config(r, policy()).spec);
+  auto host = oci::build_run_config(r, policy()).spec;
+  auto types = namespace_types(host);
   REQUIRE_FALSE(has(types, "network"));
+  REQUIRE_FALSE(host.linux->sysctl);  // the host's network, the host's setting
   REQUIRE(has(types, "user"));
   REQUIRE_FALSE(has(namespace_types(oci::build_run_config(request(), policy(true)).spec), "user"));
   r.additions.userns = runtime::UsernsMode::single;
