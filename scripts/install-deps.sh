@@ -11,6 +11,8 @@ packages=(
   libcap-dev libseccomp-dev libbpf-dev libcli11-dev catch2 nlohmann-json3-dev
   # runtime dependencies of a rootless container
   uidmap fuse-overlayfs fuse3 slirp4netns passt busybox-static iproute2 procps
+  # rootful --network bridge: the CNI bridge, host-local and portmap plugins
+  containernetworking-plugins
   # the kernel module and the VM harness
   linux-headers-amd64 linux-image-amd64 qemu-system-x86 cpio kmod bpftool
   # comparison runtimes and measurement (bench/ and docs/)

@@ -215,10 +215,10 @@ class RunCommand : public Command {
     run->add_option("--userns", options_.userns, "auto|private|single")
         ->check(CLI::IsMember({"auto", "private", "single"}));
     run->add_option("--network", options_.network,
-                    "slirp4netns|pasta|none|host (default: slirp4netns when installed)")
-        ->check(CLI::IsMember({"slirp4netns", "pasta", "none", "host"}));
+                    "slirp4netns|pasta|bridge|none|host (default: slirp4netns when installed)")
+        ->check(CLI::IsMember({"slirp4netns", "pasta", "bridge", "none", "host"}));
     run->add_option("-p,--publish", options_.publish,
-                    "publish [IP:]HOSTPORT:CTRPORT[/tcp|/udp] (slirp4netns, pasta)")
+                    "publish [IP:]HOSTPORT:CTRPORT[/tcp|/udp] (slirp4netns, pasta, bridge)")
         ->take_all();
     run->add_flag("--allow-host-loopback", options_.allow_host_loopback,
                   "let 10.0.2.2 reach the host's 127.0.0.1 (slirp4netns, pasta)");
@@ -357,13 +357,7 @@ class RunCommand : public Command {
                                                 : runtime::UsernsMode::automatic;
     for (const auto& spec : options_.publish) run.publish.push_back(net::parse_publish(spec));
     run.allow_host_loopback = options_.allow_host_loopback;
-    if (!runtime::uses_network_helper(config.network) &&
-        (!run.publish.empty() || run.allow_host_loopback)) {
-      throw Error(std::string(run.publish.empty() ? "--allow-host-loopback" : "--publish") +
-                      " needs --network=slirp4netns or --network=pasta, not --network=" +
-                      runtime::to_string(config.network),
-                  EINVAL, "drop it, or choose --network=slirp4netns or --network=pasta");
-    }
+    runtime::check_network_options(config.network, !run.publish.empty(), run.allow_host_loopback);
     run.init = options_.init;
     run.detach = options_.detach;
     run.remove_on_exit = options_.remove;

@@ -12,17 +12,18 @@
 
 #include "base/log.hpp"
 #include "base/unique_fd.hpp"
+#include "net/attached_network.hpp"
 #include "sys/spawn.hpp"
 
 namespace mrun::net {
 
-class HelperProcess {
+class HelperProcess final : public AttachedNetwork {
  public:
   // `exit_fd`: the write end of slirp4netns's --exit-fd pipe (closing it asks the helper
   // to quit); invalid for helpers that are stopped with SIGTERM.
   HelperProcess(std::string name, sys::SpawnedProcess process, std::string log_path,
                 UniqueFd exit_fd);
-  ~HelperProcess();
+  ~HelperProcess() override;
   HelperProcess(const HelperProcess&) = delete;
   HelperProcess& operator=(const HelperProcess&) = delete;
 
@@ -34,10 +35,10 @@ class HelperProcess {
   // While the container runs: a thread waits for the helper; if it dies first, it is
   // reaped at once (no zombie) and mrun says so on stderr, since the container has
   // silently lost its network otherwise.
-  void watch(const Logger& log);
+  void watch(const Logger& log) override;
   // Asks the helper to quit (exit fd, else SIGKILL), SIGKILLs it after a grace period,
   // and reaps it. Idempotent; never throws.
-  void stop() noexcept;
+  void stop() noexcept override;
 
   // The helper's log without its noise, last lines only: for error messages.
   std::string log_tail() const;

@@ -3,6 +3,7 @@
 // files (the lower rootfs is never written), as podman does.
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace mrun::net {
@@ -18,10 +19,14 @@ inline constexpr const char* interface_name = "tap0";
 
 struct NetworkFilesInput {
   std::string hostname;
-  bool allow_host_loopback = false;  // then host.containers.internal names 10.0.2.2
+  bool allow_host_loopback = false;         // then host.containers.internal names 10.0.2.2
+  std::string address = container_address;  // the container's own (a bridge's lease)
+  // --network bridge: the host's resolv.conf, whose servers the container reaches
+  // through the bridge; unset: the user-mode network's forwarder (dns_address).
+  std::optional<std::string> host_resolv_conf;
 };
 
-std::string render_resolv_conf();
+std::string render_resolv_conf(const NetworkFilesInput& input);
 std::string render_hosts(const NetworkFilesInput& input);
 
 struct NetworkFiles {

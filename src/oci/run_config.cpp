@@ -123,7 +123,7 @@ RunConfig build_run_config(const RunRequest& request, const RunPolicy& policy) {
 
   runtime::RunAdditions& a = out.additions;
   a = request.additions;
-  if (runtime::uses_network_helper(request.network)) a.network_helper = request.network;
+  if (runtime::mrun_connects_network(request.network)) a.connected_network = request.network;
   a.gid_from_image = request.user.gid_from_image;
   a.privileged = request.security.privileged;
   a.seccomp = request.security.seccomp;

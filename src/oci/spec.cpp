@@ -621,15 +621,15 @@ void convert_namespaces(const Linux& l, std::uint32_t uid, std::uint32_t gid,
   c.network = c.namespaces.network.source == runtime::NamespaceSource::callers
                   ? runtime::NetworkMode::host
                   : runtime::NetworkMode::none;
-  if (runtime::uses_network_helper(c.run.network_helper)) {
+  if (runtime::mrun_connects_network(c.run.connected_network)) {
     // mrun run's slirp4netns or pasta connects a network namespace of the container's
     // own: one the config makes, never the host's or a joined one.
     if (c.namespaces.network.source != runtime::NamespaceSource::fresh) {
       throw bad("linux.namespaces (network)", "--network " +
-                                                  runtime::to_string(c.run.network_helper) +
+                                                  runtime::to_string(c.run.connected_network) +
                                                   " needs a new network namespace");
     }
-    c.network = c.run.network_helper;
+    c.network = c.run.connected_network;
   }
   if (c.namespaces.network.source == runtime::NamespaceSource::callers) {
     c.namespaces.network = {};  // NetworkMode::host says it

@@ -1,5 +1,7 @@
 #include "runtime/config.hpp"
 
+#include "net/cni_bridge.hpp"
+
 #include <sys/resource.h>
 
 #include <cerrno>
@@ -57,12 +59,14 @@ std::string to_string(NetworkMode mode) {
     case NetworkMode::host: return "host";
     case NetworkMode::slirp4netns: return "slirp4netns";
     case NetworkMode::pasta: return "pasta";
+    case NetworkMode::bridge: return "bridge";
   }
   return "?";
 }
 
-bool uses_network_helper(NetworkMode mode) {
-  return mode == NetworkMode::slirp4netns || mode == NetworkMode::pasta;
+bool mrun_connects_network(NetworkMode mode) {
+  return mode == NetworkMode::slirp4netns || mode == NetworkMode::pasta ||
+         mode == NetworkMode::bridge;
 }
 
 std::optional<NetworkMode> parse_network_mode(const std::string& text) {
@@ -70,6 +74,7 @@ std::optional<NetworkMode> parse_network_mode(const std::string& text) {
   if (text == "host") return NetworkMode::host;
   if (text == "slirp4netns") return NetworkMode::slirp4netns;
   if (text == "pasta") return NetworkMode::pasta;
+  if (text == "bridge") return NetworkMode::bridge;
   return std::nullopt;
 }
 
@@ -113,6 +118,27 @@ void validate_process_limits(const std::vector<Rlimit>& rlimits,
   }
 }
 
+void check_network_options(NetworkMode mode, bool publishes, bool allow_host_loopback) {
+  if (publishes && !mrun_connects_network(mode)) {
+    throw Error(
+        "--publish needs --network=slirp4netns, pasta or bridge, not --network=" + to_string(mode),
+        EINVAL, "drop it, or choose --network=slirp4netns, pasta or bridge");
+  }
+  // The host's loopback is reached through a user-mode helper's gateway; a bridge's
+  // gateway is the host's bridge address, which a host service can listen on instead.
+  if (allow_host_loopback && mode != NetworkMode::slirp4netns && mode != NetworkMode::pasta) {
+    throw Error(
+        "--allow-host-loopback needs --network=slirp4netns or --network=pasta, not "
+        "--network=" +
+            to_string(mode),
+        EINVAL,
+        mode == NetworkMode::bridge
+            ? "drop it: with --network bridge the host is " + std::string(net::bridge_gateway) +
+                  " (the bridge's address)"
+            : "drop it, or choose --network=slirp4netns or --network=pasta");
+  }
+}
+
 void validate(const ContainerConfig& config) {
   if (!valid_container_name(config.name)) {
     throw Error("invalid container name \"" + config.name + "\"", EINVAL,
@@ -130,13 +156,8 @@ void validate(const ContainerConfig& config) {
   if (config.hostname.size() > 64) {
     throw Error("hostname \"" + config.hostname + "\" is longer than 64 characters", EINVAL);
   }
-  if (!uses_network_helper(config.network) &&
-      (!config.run.publish.empty() || config.run.allow_host_loopback)) {
-    throw Error(std::string(config.run.publish.empty() ? "--allow-host-loopback" : "--publish") +
-                    " needs --network=slirp4netns or --network=pasta, not --network=" +
-                    to_string(config.network),
-                EINVAL, "drop it, or choose --network=slirp4netns or --network=pasta");
-  }
+  check_network_options(config.network, !config.run.publish.empty(),
+                        config.run.allow_host_loopback);
   validate_process_limits(config.rlimits, config.oom_score_adj);
   // With --console-socket the pty goes to whoever listens there; else nobody would have it.
   if (config.tty && config.run.detach && config.console_socket.empty()) {

@@ -32,7 +32,7 @@ enum class OverlayMode { automatic, native, fuse, none };
 enum class UsernsMode { automatic, private_namespace, single };
 // none: a private netns with only lo; host: the caller's; slirp4netns/pasta: a private
 // netns connected to the host by that user-mode network helper, run by mrun.
-enum class NetworkMode { none, host, slirp4netns, pasta };
+enum class NetworkMode { none, host, slirp4netns, pasta, bridge };
 // enabled: a cgroup v2 leaf when one can be made (required for limits); disabled: none.
 enum class CgroupsMode { enabled, disabled };
 // The cgroup v2 device filter (--device-filter): automatic attaches it when it can and
@@ -123,10 +123,11 @@ struct RunAdditions {
   // in mrun's storage; none: root.path itself takes the writes (an engine's rootfs).
   OverlayMode overlay = OverlayMode::none;
   UsernsMode userns = UsernsMode::automatic;
-  // slirp4netns or pasta, run by mrun for the container's network namespace; none:
-  // the config's network namespace as it is.
-  NetworkMode network_helper = NetworkMode::none;
-  std::vector<net::PublishSpec> publish;  // -p; needs slirp4netns or pasta
+  // slirp4netns or pasta (a helper process), or bridge (a veth into a host bridge,
+  // rootful, through the CNI plugins), connected by mrun to the container's own network
+  // namespace; none: the config's network namespace as it is.
+  NetworkMode connected_network = NetworkMode::none;
+  std::vector<net::PublishSpec> publish;  // -p; needs slirp4netns, pasta or bridge
   bool allow_host_loopback = false;       // 10.0.2.2 reaches the host's 127.0.0.1
   bool init = false;                      // --init: mrun's reaper as PID 1
   bool detach = false;
@@ -173,8 +174,8 @@ struct ContainerConfig {
   mount::ConfigMountInput mounts;
   bool read_only = false;  // root.readonly
   // none: a network namespace without a helper (new, or joined by path); host: the
-  // caller's (no network entry in linux.namespaces); slirp4netns/pasta: a new one
-  // connected by that helper (RunAdditions::network_helper).
+  // caller's (no network entry in linux.namespaces); slirp4netns/pasta/bridge: a new
+  // one that mrun connects (RunAdditions::connected_network).
   NetworkMode network = NetworkMode::none;
   bool tty = false;  // process.terminal
   // process.noNewPrivileges, process.capabilities, linux.seccomp (or mrun run's).
@@ -228,8 +229,11 @@ std::optional<OverlayMode> parse_overlay_mode(const std::string& text);
 std::string to_string(NetworkMode mode);
 std::optional<NetworkMode> parse_network_mode(const std::string& text);
 std::optional<DeviceFilterMode> parse_device_filter_mode(const std::string& text);
-// A network of its own, run by a helper (slirp4netns, pasta): addresses, resolv.conf.
-bool uses_network_helper(NetworkMode mode);
+// A network namespace of its own that mrun connects (slirp4netns, pasta, bridge):
+// addresses, resolv.conf, published ports.
+bool mrun_connects_network(NetworkMode mode);
+// -p and --allow-host-loopback against --network: throws the one-line error.
+void check_network_options(NetworkMode mode, bool publishes, bool allow_host_loopback);
 
 // Checks that do not touch the system: name syntax, absolute paths, ...
 // Throws mrun::Error naming the field and the fix.

@@ -24,6 +24,7 @@
 #include "cgroup/devices_v1.hpp"
 #include "mount/devices.hpp"
 #include "mount/overlay.hpp"
+#include "net/cni_bridge.hpp"
 #include "net/network.hpp"
 #include "net/network_files.hpp"
 #include "runtime/container_init.hpp"
@@ -298,12 +299,28 @@ LaunchSpec make_launch_spec(const ContainerConfig& config, const PrivilegeModel&
 }
 
 // slirp4netns or pasta for the container's network namespace (owned by its user
-// namespace when rootless); nullptr for none/host. Returns once the network is up.
-std::unique_ptr<net::HelperProcess> start_network(const ContainerConfig& config,
-                                                  const PrivilegeModel& privilege, pid_t container,
-                                                  const std::string& state_dir,
-                                                  const Context& ctx) {
-  if (!uses_network_helper(config.network)) return nullptr;
+// namespace when rootless), or a veth into the host bridge; nullptr for none/host.
+// Returns once the network is up. A bridge's lease lands in the container's hosts file
+// (`network_files`), before the container binds it.
+std::unique_ptr<net::AttachedNetwork> start_network(
+    const ContainerConfig& config, const PrivilegeModel& privilege, pid_t container,
+    const std::string& state_dir, const std::optional<net::NetworkFiles>& network_files,
+    const Context& ctx) {
+  if (!mrun_connects_network(config.network)) return nullptr;
+  if (config.network == NetworkMode::bridge) {
+    net::BridgeRequest bridge;
+    bridge.container_pid = container;
+    bridge.container_id = config.name;
+    bridge.publish = config.run.publish;
+    bridge.record_path = state_dir + "/cni.json";
+    bridge.log = ctx.log;
+    auto attached = net::BridgeAttachment::attach(bridge);
+    if (network_files) {
+      net::NetworkFilesInput input{config.hostname, false, attached->address(), std::nullopt};
+      sys::write_file_atomic(network_files->hosts, net::render_hosts(input), 0644);
+    }
+    return attached;
+  }
   net::NetworkRequest request;
   request.container_pid = container;
   request.rootless = !privilege.rootful;
@@ -329,6 +346,14 @@ cgroup::Request cgroup_request(const ContainerConfig& config, const PrivilegeMod
 }
 
 void check_inputs(const ContainerConfig& config, const PrivilegeModel& privilege) {
+  // A veth into a host bridge is made in the host's network namespace, which only a
+  // process with CAP_NET_ADMIN there may change: rootless has user-mode networks.
+  if (config.network == NetworkMode::bridge && !privilege.rootful) {
+    throw Error(
+        "--network bridge needs root: the veth pair and the bridge live in the host's "
+        "network namespace",
+        EPERM, "run it as root, or use --network slirp4netns or pasta rootless");
+  }
   if (!sys::is_dir(config.rootfs)) {
     throw Error("rootfs " + config.rootfs + " is not a directory", ENOTDIR,
                 "give an existing rootfs directory, or omit it to use the built-in busybox rootfs");
@@ -485,6 +510,8 @@ UniqueFd open_joined(const NamespaceRequest& request, int nstype, const char* ki
 void remove_container(const Context& ctx, const std::string& name) {
   StateStore store(ctx.state_root);
   auto state = store.read(name);
+  // A bridge's lease and port rules, where the monitor was killed before its DEL.
+  net::release_leftover_bridge(store.dir_of(name) + "/cni.json", ctx.log);
   if (state) remove_storage(ctx, state->storage_dir, state->subordinate_ids);
   if (state && !state->cgroup.empty()) cgroup::remove_leaf(state->cgroup);  // mrun was killed
   if (state && !state->devices_v1.empty()) cgroup::remove_devices_v1_group(state->devices_v1);
@@ -604,9 +631,12 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
     for (const char* sub : {"/upper", "/work", "/merged"}) sys::make_dirs(storage + sub, 0755);
   }
   std::optional<net::NetworkFiles> network_files;
-  if (uses_network_helper(config.network)) {
-    network_files = net::write_network_files(store.dir_of(config.name),
-                                             {config.hostname, config.run.allow_host_loopback});
+  if (mrun_connects_network(config.network)) {
+    net::NetworkFilesInput input{config.hostname, config.run.allow_host_loopback};
+    if (config.network == NetworkMode::bridge) {
+      input.host_resolv_conf = sys::read_file("/etc/resolv.conf").value_or("");
+    }
+    network_files = net::write_network_files(store.dir_of(config.name), input);
   }
   // The leaf, with its limits, before clone: the child must never run unlimited.
   std::optional<cgroup::Leaf> leaf;
@@ -722,7 +752,8 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   if (privilege.new_user_namespace && !mapped) userns::apply_id_maps(child.pid, ids);
   // The network comes up now, before the container goes on, so the command never runs
   // without it. Destroyed (stopped) before undo_child kills the container on failure.
-  auto network = start_network(config, privilege, child.pid, store.dir_of(config.name), ctx);
+  auto network =
+      start_network(config, privilege, child.pid, store.dir_of(config.name), network_files, ctx);
   MRUN_PHASE("run:mapped");
   parent_end.send(ToContainer::ids_mapped);
 

@@ -387,8 +387,8 @@ def test_publish_needs_a_helper_network(mrun, rootfs, name, mode):
 
 
 def test_unknown_network_mode_is_125(mrun, rootfs, name):
-    r = mrun("run", "--rm", "--name", name, "--network", "bridge", rootfs, "/bin/true")
-    M.assert_mrun_error(r, 125, mentions=["bridge"])
+    r = mrun("run", "--rm", "--name", name, "--network", "frobnet", rootfs, "/bin/true")
+    M.assert_mrun_error(r, 125, mentions=["frobnet"])
 
 
 # ---- the helper missing or dying --------------------------------------------------

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
+#include "net/cni_bridge.hpp"
 #include "net/network.hpp"
 #include "net/network_files.hpp"
 #include "net/publish_spec.hpp"
@@ -164,13 +165,64 @@ TEST_CASE("pasta: rootful gets the namespace as an fd and keeps root") {
 }
 
 TEST_CASE("resolv.conf and hosts") {
-  CHECK(render_resolv_conf() == "nameserver 10.0.2.3\n");
+  CHECK(render_resolv_conf({"web"}) == "nameserver 10.0.2.3\n");
   auto hosts = render_hosts({"web", false});
   CHECK(hosts.find("127.0.0.1\tlocalhost\n") != std::string::npos);
   CHECK(hosts.find("10.0.2.100\tweb\n") != std::string::npos);
   CHECK(hosts.find("host.containers.internal") == std::string::npos);
   CHECK(render_hosts({"web", true}).find("10.0.2.2\thost.containers.internal\n") !=
         std::string::npos);
+}
+
+TEST_CASE("resolv.conf and hosts for a bridge: the host's servers, off its loopback") {
+  NetworkFilesInput input{"web"};
+  input.address = "10.90.0.7";
+  input.host_resolv_conf =
+      "# generated\nnameserver 127.0.0.53\nnameserver 192.0.2.1\nsearch example.org\n"
+      "options edns0\nnameserver ::1\n";
+  CHECK(render_resolv_conf(input) == "nameserver 192.0.2.1\nsearch example.org\noptions edns0\n");
+  CHECK(render_hosts(input).find("10.90.0.7\tweb\n") != std::string::npos);
+  input.host_resolv_conf = "nameserver 127.0.0.53\n";
+  std::string only_loopback = render_resolv_conf(input);
+  CHECK(only_loopback.find("nameserver") == std::string::npos);
+  CHECK(only_loopback.find("loopback") != std::string::npos);
+}
+
+TEST_CASE("CNI bridge: the plugin chain and what each plugin reads") {
+  auto plain = bridge_network_config({});
+  REQUIRE(plain["plugins"].size() == 1);
+  CHECK(plain["plugins"][0]["type"] == "bridge");
+  CHECK(plain["plugins"][0]["bridge"] == "mrun0");
+  CHECK(plain["plugins"][0]["ipam"]["type"] == "host-local");
+  CHECK(plain["plugins"][0]["ipam"]["ranges"][0][0]["subnet"] == "10.90.0.0/24");
+
+  std::vector<PublishSpec> publish{parse_publish("127.0.0.1:8080:80"), parse_publish("53:53/udp")};
+  auto list = bridge_network_config(publish);
+  REQUIRE(list["plugins"].size() == 2);
+  CHECK(list["plugins"][1]["type"] == "portmap");
+
+  auto first = plugin_stdin(list, 0, nullptr, publish);
+  CHECK(first["cniVersion"] == list["cniVersion"]);
+  CHECK(first["name"] == "mrun");
+  CHECK_FALSE(first.contains("prevResult"));
+  CHECK_FALSE(first.contains("runtimeConfig"));
+
+  nlohmann::json result = {{"cniVersion", "1.0.0"},
+                           {"ips", {{{"address", "10.90.0.9/24"}, {"gateway", "10.90.0.1"}}}}};
+  auto second = plugin_stdin(list, 1, result, publish);
+  CHECK(second["prevResult"] == result);
+  auto mappings = second["runtimeConfig"]["portMappings"];
+  REQUIRE(mappings.size() == 2);
+  CHECK(mappings[0] == nlohmann::json({{"hostPort", 8080},
+                                       {"containerPort", 80},
+                                       {"protocol", "tcp"},
+                                       {"hostIP", "127.0.0.1"}}));
+  CHECK(mappings[1]["protocol"] == "udp");
+  CHECK(mappings[1]["hostIP"] == "");
+
+  CHECK(ipv4_address_of(result) == "10.90.0.9");
+  CHECK(ipv4_address_of({{"ips", {{{"address", "fd00::2/64"}}}}}) == "");
+  CHECK(ipv4_address_of(nlohmann::json::object()) == "");
 }
 
 TEST_CASE("explain_bind_failure names a port in use (loopback only)") {
@@ -214,6 +266,13 @@ TEST_CASE("config: --publish and --allow-host-loopback need a helper-run network
   CHECK_THROWS_AS(validate(c), Error);
   CHECK(parse_network_mode("slirp4netns") == NetworkMode::slirp4netns);
   CHECK(parse_network_mode("pasta") == NetworkMode::pasta);
-  CHECK_FALSE(parse_network_mode("bridge"));
+  CHECK(parse_network_mode("bridge") == NetworkMode::bridge);
+  CHECK_FALSE(parse_network_mode("frobnet"));
+  // A bridge publishes through portmap; the host's loopback is a user-mode idea.
+  c.network = NetworkMode::bridge;
+  CHECK_THROWS_AS(validate(c), Error);
+  c.run.allow_host_loopback = false;
+  c.run.publish = {parse_publish("8080:80")};
+  CHECK_NOTHROW(validate(c));
   CHECK(to_string(NetworkMode::pasta) == "pasta");
 }

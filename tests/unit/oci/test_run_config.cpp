@@ -72,7 +72,7 @@ TEST_CASE("mrun run's config: process, root, hostname and the namespaces it make
   REQUIRE_FALSE(spec.linux->resources);
   // Ping by default, as podman: ICMP echo sockets for the container's root group.
   REQUIRE(spec.linux->sysctl->at("net.ipv4.ping_group_range") == "0 0");
-  REQUIRE(built.additions.network_helper == runtime::NetworkMode::slirp4netns);
+  REQUIRE(built.additions.connected_network == runtime::NetworkMode::slirp4netns);
   REQUIRE(built.additions.seccomp == security::SeccompMode::automatic);
 }
 
