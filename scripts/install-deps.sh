@@ -25,6 +25,10 @@ packages=(
   # containerd 1.6 with ctr and its runc shim driving mrun (tests/integration/test_containerd.py,
   # bench/ctr-run.sh): each starts a containerd of its own, never the system service
   containerd
+  # containerd's CRI plugin driving mrun as a Kubernetes runtime handler (tests/cri,
+  # tests/vm/cri-suite.sh): the tests' own CRI client over gRPC, the proto compiled at
+  # test time, and CNI's bridge + host-local for the pod network
+  python3-grpcio python3-grpc-tools containernetworking-plugins
 )
 
 missing=()

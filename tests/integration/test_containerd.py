@@ -72,9 +72,10 @@ def _oci_arch():
         machine, machine)
 
 
-def oci_image_archive(rootfs, path, ref):
+def oci_image_archive(rootfs, path, ref, cmd=("sh",)):
     """Writes an OCI image layout tarball at PATH: one uncompressed layer (ROOTFS), a
-    config with Cmd ["sh"], the manifest, and index.json naming it REF."""
+    config with Cmd CMD (the CRI tests' pause image has ["/pause"]), the manifest, and
+    index.json naming it REF."""
     blobs = {}
 
     def blob(data):
@@ -92,7 +93,7 @@ def oci_image_archive(rootfs, path, ref):
     arch = _oci_arch()
     config_desc = blob(dumps({
         "architecture": arch, "os": "linux",
-        "config": {"Env": [f"PATH={M.DEFAULT_PATH}"], "Cmd": ["sh"]},
+        "config": {"Env": [f"PATH={M.DEFAULT_PATH}"], "Cmd": list(cmd)},
         "rootfs": {"type": "layers", "diff_ids": [layer_desc["digest"]]},
     }))
     manifest_desc = blob(dumps({

@@ -1,0 +1,512 @@
+#!/usr/bin/python3
+"""A Kubernetes pod through containerd's CRI plugin, runc as the control, then mrun.
+
+    pod_test.py --mrun PATH --pause PATH --tap FILE [--runtimes runc,mrun]
+                [--capture DIR] [--no-resources] [--workdir-base DIR]
+
+Run as root (tests/vm/guest/cri.sh in the cgroup v2 VM; on this hybrid host by hand).
+Starts the test's own containerd with its CRI plugin (tests/cri/crilib.py) and, for
+each runtime handler, makes the calls the kubelet makes for a pod, in its order, with
+the configs it sends for a real pod: a pod (runAsUser 1000, fsGroup 2000,
+shareProcessNamespace, seccomp RuntimeDefault) of two containers (capabilities
+dropped but NET_BIND_SERVICE, readOnlyRootFilesystem, allowPrivilegeEscalation false,
+the kubelet's masked and read-only /proc paths, an emptyDir, /etc/hosts and
+/dev/termination-log, burstable resources), a web server and a client:
+
+  RunPodSandbox, PodSandboxStatus, CreateContainer, StartContainer, ContainerStatus,
+  ExecSync, UpdateContainerResources, ContainerStats, StopContainer, StopPodSandbox,
+  RemovePodSandbox
+
+and checks, each for runc and mrun alike: the containers share the sandbox's net, ipc,
+uts and pid namespaces (read on the host from /proc), the client reaches the server on
+localhost, the pause process is PID 1 of both, ExecSync's exit statuses and streams,
+the security context inside, resources updated in the container's own cgroup files,
+stats that are that cgroup's, the log file, and nothing left after removal (process,
+mount, cgroup, runtime state). --no-resources sends no linux.resources (a BestEffort
+pod without the kubelet's cpu shares; what a cgroup v1 host can run with mrun, which
+sets no v1 limits). --capture copies every config.json containerd writes to DIR.
+Prints TAP; exits 1 if any test failed.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import uuid
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import crilib  # noqa: E402
+
+CG = "/sys/fs/cgroup"
+V2 = os.path.exists(f"{CG}/cgroup.controllers")
+# The kubelet's defaults for a pod's procMount "Default" (pkg/securitycontext).
+MASKED = ["/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+          "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
+          "/sys/firmware"]
+READONLY = ["/proc/asound", "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys",
+            "/proc/sysrq-trigger"]
+MIB = 1024 * 1024
+
+
+class Tap:
+    def __init__(self, path):
+        self.f = open(path, "w")
+        self.n = self.failed = 0
+
+    def emit(self, line):
+        print(line, flush=True)
+        self.f.write(line + "\n")
+        self.f.flush()
+
+    def diag(self, *lines):
+        for text in lines:
+            for line in str(text).splitlines():
+                self.emit("# " + line)
+
+    def ok(self, name, cond=True, *diag):
+        self.n += 1
+        if cond:
+            self.emit(f"ok {self.n} - {name}")
+        else:
+            self.failed += 1
+            self.emit(f"not ok {self.n} - {name}")
+            self.diag(*diag)
+        return cond
+
+    def finish(self):
+        self.emit(f"1..{self.n}")
+        self.diag(f"{self.failed} of {self.n} tests failed")
+        self.f.close()
+        return 1 if self.failed else 0
+
+
+def readlink(path):
+    try:
+        return os.readlink(path)
+    except OSError as e:
+        return f"({e.strerror})"
+
+
+def read(path):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError as e:
+        return f"({e.strerror})"
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"
+    except OSError:
+        return False
+
+
+def wait_until(cond, timeout, step=0.2):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(step)
+    return cond()
+
+
+def kubelet_cgroup_parent(uid):
+    """Makes /kubepods/burstable/pod<uid> as the kubelet's cgroupfs driver does on cgroup
+    v2 (each level with the controllers enabled for its children); returns its path."""
+    rel = f"/kubepods/burstable/pod{uid}"
+    if V2:
+        path = CG
+        for part in rel.strip("/").split("/"):
+            controllers = read(f"{path}/cgroup.controllers").split()
+            with open(f"{path}/cgroup.subtree_control", "w") as f:
+                f.write(" ".join("+" + c for c in controllers))
+            path = f"{path}/{part}"
+            os.makedirs(path, exist_ok=True)
+        controllers = read(f"{path}/cgroup.controllers").split()
+        with open(f"{path}/cgroup.subtree_control", "w") as f:
+            f.write(" ".join("+" + c for c in controllers))
+    return rel
+
+
+def remove_cgroup_tree(rel):
+    for top in ([f"{CG}{rel}"] if V2 else [f"{CG}/{h}{rel}" for h in os.listdir(CG)]):
+        if not os.path.isdir(top):
+            continue
+        for dirpath, _, _ in sorted(os.walk(top), key=lambda w: -w[0].count("/")):
+            try:
+                os.rmdir(dirpath)
+            except OSError:
+                pass
+
+
+def leaf_of(rel_parent, cid):
+    return f"{CG}{rel_parent}/{cid}" if V2 else None
+
+
+class Pod:
+    """One pod's lifecycle through the CRI, with the kubelet's configs."""
+
+    def __init__(self, cri, daemon, handler, work, resources):
+        self.cri, self.daemon, self.handler = cri, daemon, handler
+        self.uid = str(uuid.uuid4())
+        self.name = f"web-{handler}"
+        self.dir = os.path.join(work, "pods", self.uid)
+        self.logs = os.path.join(work, "logs", f"default_{self.name}_{self.uid}")
+        self.resources = resources
+        os.makedirs(self.logs, exist_ok=True)
+        # An emptyDir as the kubelet makes it, group fsGroup and setgid.
+        self.empty_dir = os.path.join(self.dir, "volumes/kubernetes.io~empty-dir/data")
+        os.makedirs(self.empty_dir)
+        os.chown(self.empty_dir, 0, 2000)
+        os.chmod(self.empty_dir, 0o2777)
+        self.hosts = os.path.join(self.dir, "etc-hosts")
+        with open(self.hosts, "w") as f:
+            f.write(f"127.0.0.1\tlocalhost\n::1\tlocalhost\n# Kubernetes-managed hosts file.\n")
+        self.cgroup_parent = kubelet_cgroup_parent(self.uid)
+        self.sandbox_id = None
+        self.containers = {}
+
+    def sandbox_config(self):
+        return {
+            "metadata": {"name": self.name, "uid": self.uid, "namespace": "default",
+                         "attempt": 0},
+            "hostname": self.name,
+            "log_directory": self.logs,
+            "dns_config": {"servers": ["10.88.77.1"],
+                           "searches": ["default.svc.cluster.local", "svc.cluster.local"],
+                           "options": ["ndots:5"]},
+            "labels": {"io.kubernetes.pod.name": self.name,
+                       "io.kubernetes.pod.namespace": "default",
+                       "io.kubernetes.pod.uid": self.uid},
+            "annotations": {"kubernetes.io/config.source": "api",
+                            "kubernetes.io/config.seen": "2026-01-01T00:00:00Z"},
+            "linux": {
+                "cgroup_parent": self.cgroup_parent,
+                "security_context": {
+                    "namespace_options": {"network": "POD", "pid": "POD", "ipc": "POD"},
+                    "run_as_user": {"value": 1000},
+                    "run_as_group": {"value": 1000},
+                    "supplemental_groups": [2000],
+                    "seccomp": {"profile_type": "RuntimeDefault"},
+                },
+            },
+        }
+
+    def container_config(self, name, command, cpu_shares):
+        term = os.path.join(self.dir, "containers", name, "termination-log")
+        os.makedirs(os.path.dirname(term), exist_ok=True)
+        open(term, "w").close()
+        resources = {
+            "cpu_period": 100000, "cpu_quota": 50000, "cpu_shares": cpu_shares,
+            "memory_limit_in_bytes": 128 * MIB, "oom_score_adj": 968,
+        }
+        config = {
+            "metadata": {"name": name, "attempt": 0},
+            "image": {"image": crilib.BUSYBOX},
+            "command": command,
+            "envs": [{"key": "KUBERNETES_SERVICE_HOST", "value": "10.96.0.1"},
+                     {"key": "KUBERNETES_SERVICE_PORT", "value": "443"}],
+            "mounts": [
+                {"container_path": "/data", "host_path": self.empty_dir},
+                {"container_path": "/etc/hosts", "host_path": self.hosts},
+                {"container_path": "/dev/termination-log", "host_path": term},
+            ],
+            "labels": {"io.kubernetes.container.name": name,
+                       "io.kubernetes.pod.name": self.name,
+                       "io.kubernetes.pod.namespace": "default",
+                       "io.kubernetes.pod.uid": self.uid},
+            "annotations": {"io.kubernetes.container.restartCount": "0",
+                            "io.kubernetes.container.terminationMessagePath":
+                                "/dev/termination-log"},
+            "log_path": f"{name}/0.log",
+            "linux": {
+                "security_context": {
+                    "capabilities": {"add_capabilities": ["NET_BIND_SERVICE"],
+                                     "drop_capabilities": ["ALL"]},
+                    "namespace_options": {"network": "POD", "pid": "POD", "ipc": "POD"},
+                    "run_as_user": {"value": 1000},
+                    "run_as_group": {"value": 1000},
+                    "readonly_rootfs": True,
+                    "supplemental_groups": [2000],
+                    "no_new_privs": True,
+                    "masked_paths": MASKED,
+                    "readonly_paths": READONLY,
+                    "seccomp": {"profile_type": "RuntimeDefault"},
+                },
+            },
+        }
+        if self.resources:
+            config["linux"]["resources"] = resources
+        return config
+
+    def pid_of_sandbox(self):
+        r = self.cri.PodSandboxStatus(pod_sandbox_id=self.sandbox_id, verbose=True)
+        return json.loads(r.info["info"])["pid"]
+
+    def pid_of(self, cid):
+        r = self.cri.ContainerStatus(container_id=cid, verbose=True)
+        return json.loads(r.info["info"])["pid"]
+
+    def exec(self, cid, *cmd, timeout=30):
+        r = self.cri.ExecSync(container_id=cid, cmd=list(cmd), timeout=timeout)
+        return r.exit_code, r.stdout.decode(errors="replace"), r.stderr.decode(errors="replace")
+
+
+def bundle_dir(daemon, cid):
+    return os.path.join(daemon.state, "io.containerd.runtime.v2.task", crilib.K8S_NS, cid)
+
+
+def mounts_naming(word):
+    with open("/proc/self/mountinfo") as f:
+        return [line.strip() for line in f if word in line]
+
+
+def run_pod(tap, cri, daemon, handler, work, capture, resources):
+    t = f"[{handler}]"
+    pod = Pod(cri, daemon, handler, work, resources)
+    sandbox = pod.sandbox_config()
+    ids = []
+    try:
+        # ---- RunPodSandbox, PodSandboxStatus
+        try:
+            r = cri.RunPodSandbox(config=sandbox, runtime_handler=handler)
+            pod.sandbox_id = r.pod_sandbox_id
+            ids.append(pod.sandbox_id)
+            tap.ok(f"{t} RunPodSandbox")
+        except Exception as e:  # grpc.RpcError: the daemon's message says why
+            tap.ok(f"{t} RunPodSandbox", False, str(e), daemon.log_tail(15))
+            return
+        st = cri.PodSandboxStatus(pod_sandbox_id=pod.sandbox_id, verbose=True)
+        ip = st.status.network.ip
+        tap.ok(f"{t} PodSandboxStatus: SANDBOX_READY with an IP of {crilib.SUBNET} ({ip})",
+               st.status.state == 0 and ip.startswith("10.88.77."), cri.to_dict(st.status))
+        spid = pod.pid_of_sandbox()
+        if capture:
+            shutil.copy(os.path.join(bundle_dir(daemon, pod.sandbox_id), "config.json"),
+                        os.path.join(capture, f"cri-{handler}-sandbox.json"))
+
+        # ---- CreateContainer, StartContainer, ContainerStatus
+        specs = {
+            "server": pod.container_config("server", [
+                "sh", "-c", "mkdir -p /data/www && echo hello-from-server > "
+                "/data/www/index.html && echo server listening && "
+                "exec httpd -f -p 8080 -h /data/www"], 256),
+            "client": pod.container_config("client", ["sleep", "3600"], 102),
+        }
+        for name, config in specs.items():
+            try:
+                r = cri.CreateContainer(pod_sandbox_id=pod.sandbox_id, config=config,
+                                        sandbox_config=sandbox)
+                pod.containers[name] = r.container_id
+                ids.append(r.container_id)
+                cri.StartContainer(container_id=r.container_id)
+                tap.ok(f"{t} CreateContainer and StartContainer {name}")
+            except Exception as e:
+                tap.ok(f"{t} CreateContainer and StartContainer {name}", False, str(e),
+                       daemon.log_tail(15))
+                return
+            if capture:
+                shutil.copy(os.path.join(bundle_dir(daemon, r.container_id), "config.json"),
+                            os.path.join(capture, f"cri-{handler}-container-{name}.json"))
+        server, client = pod.containers["server"], pod.containers["client"]
+        states = {n: cri.ContainerStatus(container_id=c).status.state
+                  for n, c in pod.containers.items()}
+        tap.ok(f"{t} ContainerStatus: both CONTAINER_RUNNING", set(states.values()) == {1},
+               states)
+        pids = {n: pod.pid_of(c) for n, c in pod.containers.items()}
+
+        # ---- the pod's namespaces, as the host sees them
+        for ns in ("net", "ipc", "uts", "pid"):
+            want = readlink(f"/proc/{spid}/ns/{ns}")
+            got = {n: readlink(f"/proc/{p}/ns/{ns}") for n, p in pids.items()}
+            tap.ok(f"{t} both containers are in the sandbox's {ns} namespace ({want})",
+                   set(got.values()) == {want} and want != readlink(f"/proc/self/ns/{ns}"),
+                   f"sandbox {want}, containers {got}, host {readlink(f'/proc/self/ns/{ns}')}")
+
+        # ---- ExecSync: localhost, shareProcessNamespace, statuses
+        body = wait_until(lambda: pod.exec(client, "wget", "-qO-",
+                                           "http://127.0.0.1:8080/index.html")[1].strip(), 20, 0.5)
+        tap.ok(f"{t} the client reaches the server on localhost:8080", body == "hello-from-server",
+               repr(body))
+        rc, out, err = pod.exec(client, "sh", "-c", "cat /proc/1/cmdline; echo; pidof httpd")
+        tap.ok(f"{t} shareProcessNamespace: /pause is PID 1, the server's httpd is visible",
+               rc == 0 and out.splitlines()[0].strip("\0") == "/pause" and
+               out.splitlines()[1].strip().isdigit(), (rc, out, err))
+        rc, out, err = pod.exec(client, "sh", "-c", "echo to-out; echo to-err >&2; exit 3")
+        tap.ok(f"{t} ExecSync: exit status 3, stdout and stderr apart",
+               (rc, out, err) == (3, "to-out\n", "to-err\n"), (rc, out, err))
+        rc, out, err = pod.exec(client, "true")
+        tap.ok(f"{t} ExecSync: exit status 0", rc == 0, (rc, out, err))
+        # A binary that is not there: the runtime's exec fails, and containerd's answer
+        # is an error carrying the runtime's message (from its --log), which names it.
+        try:
+            rc, out, err = pod.exec(client, "/no/such/binary")
+            tap.ok(f"{t} ExecSync of a missing binary: an error naming it", False,
+                   "answered", (rc, out, err))
+        except Exception as e:
+            details = e.details() if hasattr(e, "details") else str(e)
+            tap.ok(f"{t} ExecSync of a missing binary: an error naming it",
+                   "/no/such/binary" in details.split("OCI runtime exec failed", 1)[-1],
+                   details)
+
+        # ---- the security context inside
+        # /proc/keys, of the kubelet's masked list, exists on every kernel here: a mount
+        # over it (/dev/null) inside.
+        rc, out, err = pod.exec(client, "sh", "-c",
+                                "id -u; id -g; id -G; hostname; "
+                                "grep -E '^(CapBnd|CapEff|NoNewPrivs|Seccomp):' /proc/self/status;"
+                                " touch /x 2>/dev/null && echo root-rw || echo root-ro;"
+                                " touch /data/x && echo data-rw;"
+                                " echo masked=$(grep -c ' /proc/keys ' /proc/self/mountinfo);"
+                                " touch /proc/sys/kernel/x 2>/dev/null || echo procsys-ro")
+        lines = out.splitlines()
+        status = dict(line.split(":\t", 1) for line in lines if ":\t" in line)
+        want = {"CapBnd": "0000000000000400", "CapEff": "0000000000000000",
+                "NoNewPrivs": "1", "Seccomp": "2"}
+        cond = (rc == 0 and lines[:4] == ["1000", "1000", "1000 2000", pod.name] and
+                {k: status.get(k) for k in want} == want and "root-ro" in lines and
+                "data-rw" in lines and "masked=1" in lines and "procsys-ro" in lines)
+        tap.ok(f"{t} security context: uid/gid 1000, fsGroup 2000, hostname, NET_BIND_SERVICE "
+               "only, no_new_privs, seccomp, read-only root, masked and read-only /proc",
+               cond, (rc, out, err))
+
+        # ---- logs
+        log = os.path.join(pod.logs, "server", "0.log")
+        text = wait_until(lambda: os.path.exists(log) and read(log), 10)
+        tap.ok(f"{t} the server's stdout is in its CRI log {log}",
+               bool(text) and " stdout F server listening" in text, repr(text))
+
+        # ---- UpdateContainerResources, ContainerStats
+        if resources and V2:
+            leaf = leaf_of(pod.cgroup_parent, server)
+            before = (read(f"{leaf}/memory.max"), read(f"{leaf}/cpu.max"))
+            tap.ok(f"{t} the server's cgroup {leaf} has its limits from CreateContainer",
+                   before == (str(128 * MIB), "50000 100000"), before)
+            try:
+                cri.UpdateContainerResources(container_id=server, linux={
+                    "cpu_period": 100000, "cpu_quota": 20000, "cpu_shares": 512,
+                    "memory_limit_in_bytes": 96 * MIB})
+                err = ""
+            except Exception as e:
+                err = str(e)
+            after = (read(f"{leaf}/memory.max"), read(f"{leaf}/cpu.max"),
+                     read(f"{leaf}/cpu.weight"))
+            rc, inside, _ = pod.exec(server, "cat", "/sys/fs/cgroup/memory.max")
+            # cpu.weight from shares 512, as runc and crun convert: 1 + (s-2)*9999/262142.
+            tap.ok(f"{t} UpdateContainerResources: memory.max 96Mi, cpu.max 20000 100000, "
+                   "cpu.weight 20, seen inside too",
+                   not err and after == (str(96 * MIB), "20000 100000", "20") and
+                   inside.strip() == str(96 * MIB), err, after, inside)
+            # Burn a little CPU in the server's cgroup so its usage is not zero.
+            pod.exec(server, "sh", "-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done")
+            usec0 = int(read(f"{leaf}/cpu.stat").split()[1]) * 1000
+            stats = cri.ContainerStats(container_id=server).stats
+            usec1 = int(read(f"{leaf}/cpu.stat").split()[1]) * 1000
+            cpu = stats.cpu.usage_core_nano_seconds.value
+            mem = stats.memory.working_set_bytes.value
+            tap.ok(f"{t} ContainerStats: the server's own cgroup (cpu {cpu} ns within "
+                   f"[{usec0}, {usec1}], working set {mem} bytes)",
+                   stats.attributes.id == server and usec0 <= cpu <= usec1 and cpu > 0 and mem > 0,
+                   cri.to_dict(stats))
+        elif resources:
+            tap.ok(f"{t} UpdateContainerResources and ContainerStats # SKIP no cgroup v2 here")
+        else:
+            stats = cri.ContainerStats(container_id=server).stats
+            tap.ok(f"{t} ContainerStats answers for the server",
+                   stats.attributes.id == server, cri.to_dict(stats))
+
+        # ---- StopContainer, StopPodSandbox, RemovePodSandbox
+        for name, cid in pod.containers.items():
+            cri.StopContainer(container_id=cid, timeout=5)
+        states = {n: cri.ContainerStatus(container_id=c).status
+                  for n, c in pod.containers.items()}
+        tap.ok(f"{t} StopContainer: both CONTAINER_EXITED, their processes gone",
+               all(s.state == 2 for s in states.values()) and
+               not any(alive(p) for p in pids.values()),
+               {n: (s.state, s.exit_code, s.reason) for n, s in states.items()})
+        cri.StopPodSandbox(pod_sandbox_id=pod.sandbox_id)
+        cri.RemovePodSandbox(pod_sandbox_id=pod.sandbox_id)
+        pod.sandbox_id = None
+        leftovers = []
+        if alive(spid):
+            leftovers.append(f"sandbox pid {spid}")
+        for i in ids:
+            leftovers += mounts_naming(i)
+            state = os.path.join("/run/containerd/runc", crilib.K8S_NS, i)
+            if os.path.exists(state):
+                leftovers.append(state)
+            if os.path.exists(bundle_dir(daemon, i)):
+                leftovers.append(bundle_dir(daemon, i))
+            if V2 and os.path.exists(f"{CG}{pod.cgroup_parent}/{i}"):
+                leftovers.append(f"cgroup {pod.cgroup_parent}/{i}")
+        if V2:
+            top = f"{CG}{pod.cgroup_parent}"
+            leftovers += [f"cgroup {top}/{d}" for d in os.listdir(top)
+                          if os.path.isdir(f"{top}/{d}")]
+        r = daemon.ctr("container", "ls", "-q")
+        leftovers += [c for c in r.stdout.split() if c in ids]
+        tap.ok(f"{t} StopPodSandbox and RemovePodSandbox leave no process, mount, cgroup "
+               "or state", not leftovers, *leftovers)
+    finally:
+        if pod.sandbox_id:
+            for call in (cri.StopPodSandbox, cri.RemovePodSandbox):
+                try:
+                    call(pod_sandbox_id=pod.sandbox_id)
+                except Exception as e:
+                    tap.diag(f"cleanup: {e}")
+        remove_cgroup_tree(pod.cgroup_parent)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mrun", required=True)
+    ap.add_argument("--pause", required=True)
+    ap.add_argument("--tap", required=True)
+    ap.add_argument("--runtimes", default="runc,mrun")
+    ap.add_argument("--capture")
+    ap.add_argument("--no-resources", action="store_true")
+    # containerd's overlayfs snapshotter needs a directory that can be an overlay's
+    # upper layer: the VM's /tmp (tmpfs), not its root (itself an overlay).
+    ap.add_argument("--workdir-base", default="/var/tmp")
+    a = ap.parse_args()
+    tap = Tap(a.tap)
+    work = tempfile.mkdtemp(prefix="mrun-cri-test.", dir=a.workdir_base)
+    os.chmod(work, 0o755)
+    daemon = cri = None
+    try:
+        daemon = crilib.CriContainerd(os.path.join(work, "containerd"), a.mrun)
+        crilib.make_images(daemon, a.mrun, a.pause, work)
+        cri = crilib.CriClient(daemon.address, work)
+        v = cri.Version(version="v1")
+        tap.ok(f"containerd's CRI plugin answers ({v.runtime_name} {v.runtime_version}, "
+               f"CRI {v.runtime_api_version}); cgroup {'v2' if V2 else 'v1/hybrid'}")
+        for handler in a.runtimes.split(","):
+            try:
+                run_pod(tap, cri, daemon, handler, work, a.capture, not a.no_resources)
+            except Exception:
+                tap.ok(f"[{handler}] the pod's calls", False, traceback.format_exc(),
+                       daemon.log_tail(15))
+    except Exception:
+        tap.ok("containerd with the CRI plugin, its images and the client", False,
+               traceback.format_exc(), daemon.log_tail(15) if daemon else "")
+    finally:
+        if cri:
+            cri.close()
+        if daemon:
+            daemon.stop()
+        subprocess.run(["rm", "-rf", "--one-file-system", work,
+                        os.path.join("/run/containerd/runc", crilib.K8S_NS)], check=False)
+        remove_cgroup_tree("/kubepods")
+    return tap.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
