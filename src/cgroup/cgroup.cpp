@@ -156,7 +156,12 @@ Plan plan_cgroup(const Request& request, const Paths& paths) {
         "boot with a pure cgroup v2 (systemd.unified_cgroup_hierarchy=1 "
         "cgroup_no_v1=all)");
   }
-  const std::string leaf_name = "mrun-" + request.name;
+  const std::string leaf_name =
+      request.leaf_name.empty() ? "mrun-" + request.name : request.leaf_name;
+  if (leaf_name == "." || leaf_name == ".." || leaf_name.find('/') != std::string::npos) {
+    throw Error("linux.cgroupsPath: the cgroup name \"" + leaf_name + "\" is not one directory",
+                EINVAL, "give a path whose last part is a plain name");
+  }
   for (const auto& part : split(request.parent, '/')) {
     if (part == "..") {
       throw Error("--cgroup-parent " + request.parent + " leaves the cgroup tree", EINVAL,
@@ -327,9 +332,18 @@ Leaf Leaf::create(const Plan& plan, const Request& request, const Logger& log) {
   enable_controllers(plan.mount, plan.parent, request.rootful, writes, log);
   if (::mkdir(plan.leaf.c_str(), 0755) != 0) {
     if (errno != EEXIST) throw_errno("create cgroup " + plan.leaf);
-    // A leftover of a killed mrun (its name was just claimed, so nothing uses it).
-    remove_leaf(plan.leaf);
-    if (::mkdir(plan.leaf.c_str(), 0755) != 0) throw_errno("create cgroup " + plan.leaf);
+    if (!request.leaf_name.empty()) {
+      // The engine's own name: an empty cgroup by that name is taken as it is (runc
+      // joins it too); one with processes belongs to someone else.
+      if (!read_trimmed(plan.leaf + "/cgroup.procs").empty()) {
+        throw Error("linux.cgroupsPath: cgroup " + plan.leaf + " already holds processes", EBUSY,
+                    "give the container a cgroupsPath of its own");
+      }
+    } else {
+      // A leftover of a killed mrun (its name was just claimed, so nothing uses it).
+      remove_leaf(plan.leaf);
+      if (::mkdir(plan.leaf.c_str(), 0755) != 0) throw_errno("create cgroup " + plan.leaf);
+    }
   }
   Leaf leaf;
   leaf.path_ = plan.leaf;

@@ -43,7 +43,11 @@ std::optional<std::string> own_cgroup_from(const std::string& proc_cgroup_text);
 bool delegated_to(const std::string& dir, uid_t uid);
 
 struct Request {
-  std::string name;     // container name: the leaf is mrun-<name>
+  std::string name;  // container name: the leaf is mrun-<name> unless leaf_name is set
+  // The leaf's own name, as an engine gave it (linux.cgroupsPath's last part, rootful):
+  // the container's cgroup is then exactly the path the engine, and the kubelet's
+  // cadvisor after it, look for. Empty: mrun-<name>.
+  std::string leaf_name;
   Resources resources;  // linux.resources (mrun run's flags become these too)
   bool enabled = true;  // --cgroups=disabled: never a cgroup
   bool rootful = false;

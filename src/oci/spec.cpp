@@ -930,6 +930,20 @@ std::string cgroup_parent_from_path(const std::string& path) {
   return slash == std::string::npos ? std::string() : p.substr(0, slash);
 }
 
+std::string cgroup_leaf_from_path(const std::string& path) {
+  auto parts = split(path, ':');
+  if (parts.size() == 3 && path[0] != '/') {
+    const std::string& prefix = parts[1];
+    const std::string& name = parts[2];
+    if (name.ends_with(".slice")) return name;
+    return (prefix.empty() ? name : prefix + "-" + name) + ".scope";
+  }
+  std::string p = path;
+  while (!p.empty() && p.back() == '/') p.pop_back();
+  auto slash = p.rfind('/');
+  return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
 runtime::ContainerConfig to_container_config(const Spec& spec, const std::string& bundle,
                                              const std::string& id, std::uint32_t uid,
                                              std::uint32_t gid, const Logger& log,
@@ -1017,9 +1031,13 @@ runtime::ContainerConfig to_container_config(const Spec& spec, const std::string
   if (l.cgroups_path && !l.cgroups_path->empty()) {
     // Rootless, mrun's leaf goes where it can move the container: its delegated subtree.
     if (uid == 0) {
+      // The cgroup the engine named, exactly: containerd's CRI plugin, the kubelet and
+      // cadvisor find a container's cgroup by its cgroupsPath.
       c.run.cgroup_parent = cgroup_parent_from_path(*l.cgroups_path);
-      log.debug("oci: linux.cgroupsPath " + *l.cgroups_path + ": leaf mrun-" + id + " under " +
-                (c.run.cgroup_parent.empty() ? "the default parent" : c.run.cgroup_parent));
+      c.run.cgroup_leaf = cgroup_leaf_from_path(*l.cgroups_path);
+      log.debug("oci: linux.cgroupsPath " + *l.cgroups_path + ": leaf " + c.run.cgroup_leaf +
+                " under " +
+                (c.run.cgroup_parent.empty() ? "the cgroup2 root" : c.run.cgroup_parent));
     } else {
       log.debug("oci: linux.cgroupsPath " + *l.cgroups_path + " not used rootless");
     }

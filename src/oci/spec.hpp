@@ -165,10 +165,14 @@ struct ProcessSettings {
 };
 ProcessSettings convert_process_settings(const Process& p);
 
-// linux.cgroupsPath as the parent directory of mrun's leaf (mrun names the leaf itself,
-// mrun-<id>), relative to the cgroup2 root: systemd's "slice:prefix:name" (as engines
-// pass it with --systemd-cgroup) gives the slice's directory ("machine-a.slice" ->
-// "machine.slice/machine-a.slice"), a cgroupfs path "/a/b/c" gives "a/b".
+// linux.cgroupsPath as the parent directory of the container's leaf, relative to the
+// cgroup2 root: systemd's "slice:prefix:name" (as engines pass it with --systemd-cgroup)
+// gives the slice's directory ("machine-a.slice" -> "machine.slice/machine-a.slice"), a
+// cgroupfs path "/a/b/c" gives "a/b".
 std::string cgroup_parent_from_path(const std::string& path);
+// linux.cgroupsPath's own cgroup, the leaf in that parent, as runc names it: a cgroupfs
+// path's last part ("/a/b/c" gives "c"); "slice:prefix:name" gives "prefix-name.scope"
+// ("name" itself when it is a slice, "name.scope" without a prefix).
+std::string cgroup_leaf_from_path(const std::string& path);
 
 }  // namespace mrun::oci

@@ -134,6 +134,8 @@ struct RunAdditions {
   bool remove_on_exit = false;  // --rm
   CgroupsMode cgroups = CgroupsMode::enabled;
   std::string cgroup_parent;  // --cgroup-parent, relative to the cgroup2 root
+  // linux.cgroupsPath's own name for the leaf (rootful); empty: mrun-<id>.
+  std::string cgroup_leaf;
   // --device HOST[:CTR][:rwm] and CDI device nodes: a host node each (joined to
   // linux.devices' in ContainerConfig::devices).
   std::vector<mount::DeviceSpec> devices;

@@ -336,12 +336,15 @@ std::unique_ptr<net::AttachedNetwork> start_network(
 cgroup::Request cgroup_request(const ContainerConfig& config, const PrivilegeModel& privilege) {
   cgroup::Request request;
   request.name = config.name;
+  request.leaf_name = config.run.cgroup_leaf;
   request.resources = config.resources;
   request.enabled = config.run.cgroups == CgroupsMode::enabled;
   request.rootful = privilege.rootful;
   request.uid = ::getuid();
-  request.parent =
-      config.run.cgroup_parent.empty() ? privilege.default_cgroup_parent : config.run.cgroup_parent;
+  // A cgroupsPath names the whole path, so its empty parent is the cgroup2 root.
+  request.parent = config.run.cgroup_parent.empty() && config.run.cgroup_leaf.empty()
+                       ? privilege.default_cgroup_parent
+                       : config.run.cgroup_parent;
   return request;
 }
 

@@ -237,6 +237,23 @@ TEST_CASE("rootful: the leaf goes under the root-owned mrun parent") {
   REQUIRE_THROWS_WITH(plan_cgroup(r, fs.paths()), Catch::Contains("leaves the cgroup tree"));
 }
 
+TEST_CASE("rootful: a leaf named by the engine's cgroupsPath is that cgroup, not mrun-ID") {
+  FakeCgroupFs fs;
+  fs.own("/");
+  Request r;
+  r.name = "abc";
+  r.rootful = true;
+  r.parent = "kubepods/burstable/pod1";
+  r.leaf_name = "abc";
+  auto plan = plan_cgroup(r, fs.paths());
+  REQUIRE(plan.use);
+  REQUIRE(plan.leaf == fs.root + "/kubepods/burstable/pod1/abc");
+  r.parent = "";  // "/abc": directly under the root, as runc puts it
+  REQUIRE(plan_cgroup(r, fs.paths()).leaf == fs.root + "/abc");
+  r.leaf_name = "..";
+  REQUIRE_THROWS_WITH(plan_cgroup(r, fs.paths()), Catch::Contains("is not one directory"));
+}
+
 TEST_CASE("a hybrid layout or --cgroups=disabled means no cgroup; limits are refused") {
   FakeCgroupFs fs;
   fs.own("/");

@@ -106,6 +106,14 @@ TEST_CASE("linux.cgroupsPath: systemd slice:prefix:name and cgroupfs paths") {
   REQUIRE(oci::cgroup_parent_from_path("/libpod_parent/libpod-abc") == "libpod_parent");
   REQUIRE(oci::cgroup_parent_from_path("/a/b/c") == "a/b");
   REQUIRE(oci::cgroup_parent_from_path("/single").empty());
+  // The leaf is the path's own cgroup, named as runc names it: the container's cgroup
+  // is where the engine (and the kubelet's cadvisor) look for it.
+  REQUIRE(oci::cgroup_leaf_from_path("/kubepods/burstable/pod1/abc") == "abc");
+  REQUIRE(oci::cgroup_leaf_from_path("/single") == "single");
+  REQUIRE(oci::cgroup_leaf_from_path("default/ctr1") == "ctr1");
+  REQUIRE(oci::cgroup_leaf_from_path("machine.slice:libpod:abc") == "libpod-abc.scope");
+  REQUIRE(oci::cgroup_leaf_from_path("system.slice::abc") == "abc.scope");
+  REQUIRE(oci::cgroup_leaf_from_path("kubepods.slice:cri-containerd:pod1.slice") == "pod1.slice");
 }
 
 TEST_CASE("process.json for exec --process") {
