@@ -630,3 +630,62 @@ TEST_CASE("podman 4.3's configs convert whole, rootful and rootless, default net
     }
   }
 }
+
+TEST_CASE("containerd's CRI plugin's configs convert whole: a pod's sandbox and containers") {
+  // configs/cri-*.json: what containerd 1.6's CRI plugin wrote for tests/cri/pod_test.py's
+  // pod on cgroup v2 (configs/README.md).
+  auto sandbox = convert(oci::parse_spec(fixture("configs/cri-sandbox.json")), 0);
+  REQUIRE(sandbox.args == std::vector<std::string>{"/pause"});
+  REQUIRE(sandbox.oom_score_adj == -998);  // the kubelet's for a sandbox
+  REQUIRE(sandbox.hostname == "web-runc");
+  REQUIRE(sandbox.read_only);
+  REQUIRE((sandbox.user.uid == 1000 && sandbox.user.gid == 1000));
+  REQUIRE(sandbox.namespaces.pid.source == runtime::NamespaceSource::fresh);
+  REQUIRE(sandbox.namespaces.ipc.source == runtime::NamespaceSource::fresh);
+  REQUIRE(sandbox.namespaces.uts.source == runtime::NamespaceSource::fresh);
+  // The pod's network namespace: the one CNI set up, bind-mounted by containerd.
+  REQUIRE(sandbox.namespaces.network.source == runtime::NamespaceSource::joined);
+  REQUIRE(sandbox.namespaces.network.path.find("/netns/cni-") != std::string::npos);
+  REQUIRE(sandbox.resources.cpu.shares == 2u);
+  REQUIRE(sandbox.security.seccomp == security::SeccompMode::file);  // RuntimeDefault, inline
+  REQUIRE(sandbox.mounts.masked_paths.size() == 10);
+  REQUIRE(sandbox.mounts.readonly_paths.size() == 5);
+  // The cgroup is the one cgroupsPath names, as the kubelet expects it.
+  REQUIRE(sandbox.run.cgroup_parent ==
+          "kubepods/burstable/pod3b2db340-0927-4986-bf81-21c3d28547e5");
+  REQUIRE(sandbox.run.cgroup_leaf ==
+          "18f9476ec322837135a1602f44822e0e42d90cc63b63c3305ed8408d74c61bd6");
+  REQUIRE_NOTHROW(mount::plan_config_mounts(sandbox.mounts));
+
+  for (const char* name :
+       {"configs/cri-container-server.json", "configs/cri-container-client.json"}) {
+    INFO(name);
+    auto c = convert(oci::parse_spec(fixture(name)), 0);
+    // Every namespace but mount and cgroup is the sandbox's, joined by path.
+    for (const auto* ns :
+         {&c.namespaces.pid, &c.namespaces.ipc, &c.namespaces.uts, &c.namespaces.network}) {
+      REQUIRE(ns->source == runtime::NamespaceSource::joined);
+      REQUIRE(ns->path.rfind("/proc/", 0) == 0);
+    }
+    REQUIRE(c.namespaces.mount.source == runtime::NamespaceSource::fresh);
+    REQUIRE(c.namespaces.cgroup.source == runtime::NamespaceSource::fresh);
+    REQUIRE(c.user.additional_gids == std::vector<gid_t>{1000, 2000});  // fsGroup
+    REQUIRE(c.security.no_new_privileges);
+    REQUIRE(c.security.capability_sets->bounding ==
+            std::vector<std::string>{"CAP_NET_BIND_SERVICE"});
+    REQUIRE(c.oom_score_adj == 968);
+    REQUIRE(c.read_only);
+    REQUIRE(c.resources.memory.limit == 128 * 1024 * 1024);
+    REQUIRE((c.resources.cpu.quota == 50000 && c.resources.cpu.period == 100000u));
+    REQUIRE(c.run.cgroup_parent == "kubepods/burstable/pod3b2db340-0927-4986-bf81-21c3d28547e5");
+    const auto& mounts = c.mounts.mounts;
+    for (const char* dst : {"/etc/hosts", "/etc/hostname", "/etc/resolv.conf", "/dev/shm",
+                            "/dev/termination-log", "/data"}) {
+      INFO(dst);
+      REQUIRE(std::any_of(mounts.begin(), mounts.end(), [&](const mount::ConfigMount& m) {
+        return m.destination == dst && m.type == "bind";
+      }));
+    }
+    REQUIRE_NOTHROW(mount::plan_config_mounts(c.mounts));
+  }
+}
