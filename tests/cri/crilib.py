@@ -6,9 +6,10 @@ at test time with grpc_tools into a descriptor set and loaded through the protob
 descriptor API (no generated code in the tree), called over python3-grpcio.
 
 The daemon is Debian's containerd 1.6 with a config.toml of its own: root, state and
-socket under one directory, the CRI plugin with two runtime handlers, `runc` (the
-control) and `mrun`, both io.containerd.runc.v2 with BinaryName set, a sandbox image
-made of the project's static pause program (tests/probe/pause.c), and CNI from
+socket under one directory, the CRI plugin with the runtime handlers `runc` (the
+control), `mrun` and `crun` (bench/pod-start.py), each io.containerd.runc.v2 with its
+BinaryName, a sandbox image made of the project's static pause program
+(tests/probe/pause.c), and CNI from
 Debian's containernetworking-plugins (bridge + host-local on a private subnet). It runs
 in a network namespace of its own (unshare --net), so the bridge, the veths and the
 pods' namespaces never touch the host's network; its netns mounts stay under its state.
@@ -74,7 +75,7 @@ class CriClient:
     request's fields as keyword arguments (nested messages as dicts) and returns the
     response message; a gRPC error raises grpc.RpcError."""
 
-    def __init__(self, address, workdir, timeout=120):
+    def __init__(self, address, workdir, timeout=300):
         import grpc
         from google.protobuf import json_format
         self.grpc, self.json_format = grpc, json_format
@@ -141,6 +142,10 @@ disabled_plugins = [
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         BinaryName = "{runc}"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.crun]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.crun.options]
+        BinaryName = "/usr/bin/crun"
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.mrun]
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.mrun.options]

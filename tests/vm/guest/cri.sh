@@ -1,0 +1,39 @@
+#!/bin/bash
+# cri.sh - a Kubernetes pod through containerd's CRI plugin on a pure cgroup v2. Runs
+# INSIDE the VM guest, as root (tests/vm/cri-suite.sh boots it with run-in-vm.sh).
+#
+#   cri.sh --mrun PATH --pause PATH
+#
+# Loads the bridge module (the guest's kernel has it as a module; CNI's bridge plugin
+# needs it) and runs tests/cri/pod_test.py: the test's own containerd with the CRI
+# plugin and the runtime handlers runc (the control) and mrun, the kubelet's calls for a
+# pod of two containers, each check for both runtimes. Work and containerd's root are
+# under the guest's /tmp (tmpfs: the overlayfs snapshotter cannot put an upper layer on
+# the guest's root, itself an overlay). Its TAP goes to stdout and
+# $MRUN_VM_OUT/cri.tap, the config.json files containerd wrote to $MRUN_VM_OUT/configs.
+set -u
+
+mrun='' pause=''
+while (($#)); do
+    case $1 in
+    --mrun) mrun=$2 ;;
+    --pause) pause=$2 ;;
+    *) echo "cri.sh: unknown option $1" >&2; exit 2 ;;
+    esac
+    shift 2
+done
+out=${MRUN_VM_OUT:-/tmp}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../../.." && pwd)
+tap=$out/cri.tap n=0 failed=0
+# shellcheck source=tests/vm/guest/tap-lib.sh
+source "$here/tap-lib.sh"
+
+if ! msg=$(modprobe bridge 2>&1); then
+    : >"$tap"
+    not_ok "modprobe bridge (CNI's bridge plugin)" "$msg"
+    tap_finish
+fi
+mkdir -p "$out/configs"
+/usr/bin/python3 "$repo/tests/cri/pod_test.py" --mrun "$mrun" --pause "$pause" \
+    --tap "$tap" --capture "$out/configs" --workdir-base /tmp
