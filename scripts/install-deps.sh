@@ -29,6 +29,9 @@ packages=(
   # tests/vm/cri-suite.sh): the tests' own CRI client over gRPC, the proto compiled at
   # test time, and CNI's bridge + host-local for the pod network
   python3-grpcio python3-grpc-tools containernetworking-plugins
+  # rootless containerd for docs/KUBERNETES.md's rootless account (its own user and
+  # mount namespaces)
+  rootlesskit
 )
 
 missing=()
