@@ -72,8 +72,9 @@ def load_api(workdir):
 
 class CriClient:
     """runtime.v1.RuntimeService over the daemon's unix socket. Each call takes the
-    request's fields as keyword arguments (nested messages as dicts) and returns the
-    response message; a gRPC error raises grpc.RpcError."""
+    request's fields as keyword arguments (nested messages as dicts) and an optional
+    _deadline in seconds (default: the client's timeout, 300), and returns the response message; a gRPC
+    error raises grpc.RpcError."""
 
     def __init__(self, address, workdir, timeout=300):
         import grpc
@@ -96,9 +97,11 @@ class CriClient:
             raise AttributeError(name)
         req_cls, stub = self._calls[name]
 
-        def call(timeout=None, **fields):
+        # Every keyword is a field of the request (StopContainer's and ExecSync's
+        # `timeout` included); the call's own deadline is _deadline.
+        def call(_deadline=None, **fields):
             req = self.json_format.ParseDict(fields, req_cls(), ignore_unknown_fields=False)
-            return stub(req, timeout=timeout or self.timeout)
+            return stub(req, timeout=_deadline or self.timeout)
         return call
 
     def to_dict(self, message):

@@ -255,7 +255,7 @@ class Pod:
         r = self.cri.ContainerStatus(container_id=cid, verbose=True)
         return json.loads(r.info["info"])["pid"]
 
-    def exec(self, cid, *cmd, timeout=30):
+    def exec(self, cid, *cmd, timeout=60):
         r = self.cri.ExecSync(container_id=cid, cmd=list(cmd), timeout=timeout)
         return r.exit_code, r.stdout.decode(errors="replace"), r.stderr.decode(errors="replace")
 
@@ -409,7 +409,8 @@ def run_pod(tap, cri, daemon, handler, work, capture, resources):
                    after[2] in ("20", "59") and
                    inside.strip() == str(96 * MIB), err, after, inside)
             # Burn a little CPU in the server's cgroup so its usage is not zero.
-            pod.exec(server, "sh", "-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done")
+            pod.exec(server, "sh", "-c", "i=0; while [ $i -lt 5000 ]; do i=$((i+1)); done",
+                     timeout=120)
             usec0 = int(read(f"{leaf}/cpu.stat").split()[1]) * 1000
             stats = cri.ContainerStats(container_id=server).stats
             usec1 = int(read(f"{leaf}/cpu.stat").split()[1]) * 1000
