@@ -19,8 +19,9 @@ namespace {
 
 // Bumped when what is checked before a program is cached changes (2: profiles that
 // deny execve are refused; 4: notify rules, their listener's path and metadata kept
-// with the program), so that an older mrun's entry is never taken for a check.
-constexpr char magic[] = "mrun-seccomp-cache 4\n";
+// with the program; 5: the binary-tree layout, so that an older entry's slower linear
+// program is recompiled), so that an older mrun's entry is never taken for a check.
+constexpr char magic[] = "mrun-seccomp-cache 5\n";
 
 std::uint64_t fnv1a(const std::string& text) {
   std::uint64_t h = 1469598103934665603ULL;

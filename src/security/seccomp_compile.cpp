@@ -225,7 +225,8 @@ bool CompiledSeccomp::has_listener() const noexcept {
   return (flags & SECCOMP_FILTER_FLAG_NEW_LISTENER) != 0;
 }
 
-CompiledSeccomp compile_seccomp(const SeccompProfile& profile, const SeccompTarget& target) {
+CompiledSeccomp compile_seccomp(const SeccompProfile& profile, const SeccompTarget& target,
+                                SeccompLayout layout) {
   check_action(profile, target, profile.default_action, "defaultAction");
   check_flags(profile, target);
   const std::uint32_t default_errno = profile.default_errno.value_or(EPERM);
@@ -233,6 +234,10 @@ CompiledSeccomp compile_seccomp(const SeccompProfile& profile, const SeccompTarg
       to_scmp_action(profile.default_action, profile.default_errno, EPERM);
   FilterCtx ctx(seccomp_init(default_action));
   if (!ctx) throw Error("libseccomp could not create a filter (seccomp_init)", ENOMEM);
+  if (layout == SeccompLayout::binary_tree) {
+    int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_OPTIMIZE, 2);
+    if (rc != 0) throw_errno(-rc, "ask libseccomp for a binary tree of syscalls (optimize=2)");
+  }
 
   CompiledSeccomp out;
   // Architectures: the native one always; for podman's archMap the sub-architectures of

@@ -50,11 +50,21 @@ struct CompiledSeccomp {
   bool has_listener() const noexcept;
 };
 
+// How libseccomp lays the syscall numbers out in the program. `binary_tree` (libseccomp's
+// SCMP_FLTATR_CTL_OPTIMIZE=2) finds a syscall's rules in about log2(syscalls) comparisons
+// instead of walking a chain of one comparison per syscall: the same decisions (a unit
+// test compares both layouts on every syscall number), but the kernel's load of the
+// filter, which emulates it once per syscall number of each architecture to build its
+// cache of always-allowed syscalls and JITs it, costs a fraction. `linear` is
+// libseccomp's default, kept to test the tree against.
+enum class SeccompLayout { binary_tree, linear };
+
 // Throws mrun::Error (exit 125) naming the rule ("syscalls[3] (keyctl)") that libseccomp
 // refused, or the flag or action the kernel lacks ("flags[0]: ..."). Unknown syscall
 // names are not an error: they are listed in unknown_syscalls for the caller to warn
 // about (a profile written for a newer kernel must still load).
-CompiledSeccomp compile_seccomp(const SeccompProfile& profile, const SeccompTarget& target);
+CompiledSeccomp compile_seccomp(const SeccompProfile& profile, const SeccompTarget& target,
+                                SeccompLayout layout = SeccompLayout::binary_tree);
 
 // "6.18.44-fc" >= "4.8"?
 bool kernel_at_least(const std::string& release, const std::string& minimum);
