@@ -84,10 +84,11 @@ userns::IdMapPlan plan_ids(const ContainerConfig& config, const PrivilegeModel& 
 
 // Claims the name under the state lock. A leftover of a killed mrun with the same name
 // is cleaned up first; a live or stopped container keeps its name.
-void claim_name(const StateStore& store, const Context& ctx, const ContainerState& state) {
+void claim_name(const StateStore& store, const Context& ctx, const ContainerState& state,
+                const std::vector<StateStore::NamedFile>& files) {
   const std::string& name = state.name;
   StateLock lock(store.root());
-  if (store.claim(state)) return;
+  if (store.claim(state, files)) return;
   auto existing = store.read(name);
   bool leftover = !existing || (existing->status != Status::stopped &&
                                 effective_status(*existing) == Status::stopped);
@@ -95,7 +96,7 @@ void claim_name(const StateStore& store, const Context& ctx, const ContainerStat
     ctx.log.debug("removing leftover of a killed mrun for container " + name);
     if (existing) remove_storage(ctx, existing->storage_dir, existing->subordinate_ids);
     store.remove(name);
-    if (store.claim(state)) return;
+    if (store.claim(state, files)) return;
   }
   throw Error("container name \"" + name + "\" is already in use", EEXIST,
               "choose another --name, or remove it with `mrun delete " + name + "`");
@@ -601,7 +602,13 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   state.rootless = !privilege.rootful;
   state.bundle = config.bundle;
   state.annotations = config.annotations;
-  claim_name(store, ctx, state);
+  // What `mrun exec` and the later verbs need of the config (they have no bundle to
+  // reread: `mrun run -d` containers have none, and a bundle may change): written with
+  // the claim, into its scratch directory.
+  std::vector<StateStore::NamedFile> files{
+      {"exec.json", exec_defaults_to_json(exec_defaults_of(config, privilege))}};
+  if (!config.hooks.empty()) files.emplace_back("hooks.json", hooks_to_json(config.hooks));
+  claim_name(store, ctx, state, files);
   bool subordinate = false;
   auto cleanup = [&] {
     StateLock lock(store.root());
@@ -616,13 +623,6 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   };
   ScopeGuard undo_claim(cleanup);
   if (hooks.on_claimed) hooks.on_claimed(store.dir_of(config.name));
-  // What `mrun exec` and the later verbs need of the config (they have no bundle to
-  // reread: `mrun run -d` containers have none, and a bundle may change).
-  sys::write_file_atomic(store.dir_of(config.name) + "/exec.json",
-                         exec_defaults_to_json(exec_defaults_of(config, privilege)));
-  if (!config.hooks.empty()) {
-    sys::write_file_atomic(store.dir_of(config.name) + "/hooks.json", hooks_to_json(config.hooks));
-  }
 
   MRUN_PHASE("run:claimed");
   // 2. Plan: id maps, storage, mounts.
@@ -630,8 +630,12 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   subordinate = ids.kind == userns::MapKind::subordinate;
   state.subordinate_ids = subordinate;
   if (!storage.empty()) {
-    sys::make_dirs(storage, 0700);
-    for (const char* sub : {"/upper", "/work", "/merged"}) sys::make_dirs(storage + sub, 0755);
+    // mkdir -p only the first time: it tries every component from / (a mkdir each).
+    if (::mkdir(storage.c_str(), 0700) != 0 && errno != EEXIST) sys::make_dirs(storage, 0700);
+    for (const char* sub : {"/upper", "/work", "/merged"}) {
+      const std::string dir = storage + sub;
+      if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) throw_errno("create " + dir);
+    }
   }
   std::optional<net::NetworkFiles> network_files;
   if (mrun_connects_network(config.network)) {

@@ -157,7 +157,7 @@ constexpr const char* scratch_prefix = "claim-";
 constexpr const char* remove_on_exit_index = ".rm";
 }  // namespace
 
-bool StateStore::claim(const ContainerState& state) const {
+bool StateStore::claim(const ContainerState& state, const std::vector<NamedFile>& files) const {
   const std::string scratches = root_ + "/" + scratch_dir;
   if (::mkdir(scratches.c_str(), 0700) != 0 && errno != EEXIST) {
     throw_errno("create state directory in " + root_, "pass a writable --root DIR");
@@ -169,7 +169,8 @@ bool StateStore::claim(const ContainerState& state) const {
     throw_errno("create state directory in " + root_, "pass a writable --root DIR");
   }
   try {
-    sys::write_file_atomic(scratch + "/state.json", state_to_json(state));
+    sys::write_new_file(scratch + "/state.json", state_to_json(state));
+    for (const auto& [name, content] : files) sys::write_new_file(scratch + "/" + name, content);
   } catch (...) {
     sys::remove_tree(scratch);
     throw;

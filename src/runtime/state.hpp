@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/unique_fd.hpp"
@@ -84,8 +85,12 @@ class StateStore {
   // filled under a temporary name, then renamed into place with RENAME_NOREPLACE, so
   // a container directory never exists without its state.json (an mrun killed halfway
   // leaves only a scratch directory in <root>/.claims, swept by `sweep_scratch`). Call under
-  // the lock. Returns false when the name is taken.
-  bool claim(const ContainerState& state) const;
+  // the lock. Returns false when the name is taken. `files` (name, content) go into the
+  // directory with state.json, before the rename: written once, plainly, since nobody
+  // reads a scratch directory (no temporary file and rename each, as a later write
+  // needs).
+  using NamedFile = std::pair<std::string, std::string>;
+  bool claim(const ContainerState& state, const std::vector<NamedFile>& files = {}) const;
   // Removes scratch directories of claims whose mrun died before finishing them.
   void sweep_scratch() const;
   // The names of the claimed --rm containers, from an index (<root>/.rm/NAME, made by

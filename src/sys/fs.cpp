@@ -71,6 +71,14 @@ void write_file_atomic(const std::string& path, const std::string& content, mode
   }
 }
 
+void write_new_file(const std::string& path, const std::string& content, mode_t mode) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
+  if (!fd) throw_errno("create " + path);
+  if (::write(fd.get(), content.data(), content.size()) != static_cast<ssize_t>(content.size())) {
+    throw_errno("write " + path);
+  }
+}
+
 bool make_dirs(const std::string& path, mode_t mode) {
   if (path.empty()) return false;
   std::string current;

@@ -16,6 +16,10 @@ void write_file(const std::string& path, const std::string& content);
 // the old or the new content, never a torn one. (Not durable across a crash of the
 // machine: meant for runtime state.)
 void write_file_atomic(const std::string& path, const std::string& content, mode_t mode = 0600);
+// Creates `path` (O_EXCL: never over something there) and writes `content`: for a file
+// nobody can see yet (in a directory still under a scratch name), where the temporary
+// file and rename of write_file_atomic would be two more inode operations for nothing.
+void write_new_file(const std::string& path, const std::string& content, mode_t mode = 0600);
 // mkdir -p; returns true if the last component was created.
 bool make_dirs(const std::string& path, mode_t mode = 0755);
 // Creates `path` (and parents) as a directory of the caller, refusing one that exists

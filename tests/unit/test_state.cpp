@@ -1,5 +1,7 @@
+#include <dirent.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 
@@ -59,6 +61,31 @@ TEST_CASE("the store claims names exclusively and lists what it holds") {
   REQUIRE(store.list().size() == 1);
   store.remove("a");
   REQUIRE_FALSE(store.read("a").has_value());
+  REQUIRE(mrun::sys::remove_tree(tmpl));
+}
+
+TEST_CASE("a claim publishes its other files with state.json, and a lost one touches none") {
+  char tmpl[] = "/tmp/mrun-unit-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  StateStore store(tmpl);
+  ContainerState s;
+  s.name = "a";
+  REQUIRE(store.claim(s, {{"exec.json", "{\"env\":[]}"}, {"hooks.json", "{}"}}));
+  REQUIRE(mrun::sys::read_file(store.dir_of("a") + "/exec.json") == "{\"env\":[]}");
+  REQUIRE(mrun::sys::read_file(store.dir_of("a") + "/hooks.json") == "{}");
+  REQUIRE_FALSE(store.claim(s, {{"exec.json", "other"}}));
+  REQUIRE(mrun::sys::read_file(store.dir_of("a") + "/exec.json") == "{\"env\":[]}");
+  // Nothing but the files asked for: no temporary left beside them, no scratch left over.
+  std::vector<std::string> names;
+  DIR* dir = ::opendir(store.dir_of("a").c_str());
+  REQUIRE(dir != nullptr);
+  while (struct dirent* e = ::readdir(dir)) {
+    if (e->d_name[0] != '.') names.emplace_back(e->d_name);
+  }
+  ::closedir(dir);
+  std::sort(names.begin(), names.end());
+  REQUIRE(names == std::vector<std::string>{"exec.json", "hooks.json", "state.json"});
+  REQUIRE(::rmdir((std::string(tmpl) + "/.claims").c_str()) == 0);  // empty
   REQUIRE(mrun::sys::remove_tree(tmpl));
 }
 
