@@ -16,6 +16,7 @@
 
 #include <linux/capability.h>
 #include <linux/fs.h>
+#include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
@@ -33,6 +34,9 @@ static_assert(sizeof(struct fakegpu_submit) == 80);
 static_assert(sizeof(struct fakegpu_wait) == 40);
 static_assert(sizeof(struct fakegpu_doorbell) == 32);
 static_assert(sizeof(struct fakegpu_reset) == 24);
+
+/* Context ids are module-wide and never reused before 2^32 opens. */
+static atomic_t fakegpu_ctx_ids = ATOMIC_INIT(0);
 
 static bool all_zero(const u64 *words, size_t n)
 {
@@ -73,8 +77,18 @@ int fakegpu_open(struct inode *inode, struct file *file)
 	spin_lock_init(&ctx->queue_lock);
 	INIT_LIST_HEAD(&ctx->queue);
 	fakegpu_engine_init(ctx);
+	atomic_set(&ctx->xid, 0);
+	atomic_set(&ctx->pending_xid, 0);
+	do {
+		ctx->id = (u32)atomic_inc_return(&fakegpu_ctx_ids);
+	} while (!ctx->id);
+	ctx->pid = task_tgid_nr(current);
+	get_task_comm(ctx->comm, current);
 
 	file->private_data = ctx;
+	mutex_lock(&fdev->ctx_lock);
+	list_add_tail(&ctx->dev_link, &fdev->ctxs);
+	mutex_unlock(&fdev->ctx_lock);
 	return nonseekable_open(inode, file);
 }
 
@@ -87,7 +101,12 @@ int fakegpu_open(struct inode *inode, struct file *file)
 int fakegpu_release(struct inode *inode, struct file *file)
 {
 	struct fakegpu_ctx *ctx = file->private_data;
+	struct fakegpu_device *fdev = ctx->fdev;
 
+	/* First: injection and the debugfs readers must not find it any more. */
+	mutex_lock(&fdev->ctx_lock);
+	list_del(&ctx->dev_link);
+	mutex_unlock(&fdev->ctx_lock);
 	fakegpu_engine_stop(ctx);
 	fakegpu_bo_drop_all_handles(ctx);
 	xa_destroy(&ctx->buffers);
@@ -109,11 +128,13 @@ static void fakegpu_fill_info(struct fakegpu_info *info, const struct fakegpu_de
 	info->mem_quota = fakegpu_mem_quota;
 	info->handle_quota = fakegpu_handle_quota;
 	info->vram_size = fakegpu_vram_size;
+	info->driver_version = FAKEGPU_DRIVER_VERSION;
 	if (fdev) {
 		info->device_index = fdev->index;
 		info->vram_used = atomic64_read(&fdev->vram_used);
 		info->reset_count = atomic_read(&fdev->reset_count);
 		info->jobs_completed = atomic64_read(&fdev->jobs_completed);
+		info->device_xid = atomic_read(&fdev->lost_xid);
 	} else {
 		info->device_index = FAKEGPU_CTL_MINOR;
 	}
@@ -132,6 +153,8 @@ static long fakegpu_ioctl_info(struct fakegpu_ctx *ctx, void __user *uarg)
 	if (ctx) {
 		info.ctx_mem_used = atomic64_read(&ctx->mem_used);
 		info.ctx_handles = atomic_read(&ctx->nr_handles);
+		info.ctx_id = ctx->id;
+		info.ctx_xid = atomic_read(&ctx->xid);
 	}
 	if (copy_to_user(uarg, &info, sizeof(info)))
 		return -EFAULT;
@@ -270,6 +293,7 @@ static long fakegpu_ioctl_reset(struct fakegpu_ctx *ctx, void __user *uarg)
 		return -EINVAL;
 
 	atomic64_set(&fdev->jobs_completed, 0);
+	fakegpu_device_reset(fdev);
 	req.reset_count = atomic_inc_return(&fdev->reset_count);
 	pr_info_ratelimited("fakegpu%u: reset by pid %d (reset %u)\n", fdev->index,
 			    task_pid_nr(current), req.reset_count);
@@ -309,13 +333,39 @@ static bool fakegpu_cmd_needs_write(unsigned int cmd)
 	}
 }
 
+/*
+ * Does @cmd fail on a poisoned context (EIO) or a lost device (ENODEV)?
+ * Every known command but INFO, which reports the fault, and RESET, which
+ * recovers from it; unknown commands stay ENOTTY.
+ */
+static bool fakegpu_cmd_needs_health(unsigned int cmd)
+{
+	switch (cmd) {
+	case FAKEGPU_IOCTL_ALLOC:
+	case FAKEGPU_IOCTL_FREE:
+	case FAKEGPU_IOCTL_MAP:
+	case FAKEGPU_IOCTL_SUBMIT:
+	case FAKEGPU_IOCTL_WAIT:
+	case FAKEGPU_IOCTL_DOORBELL:
+		return true;
+	default:
+		return false;
+	}
+}
+
 long fakegpu_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	struct fakegpu_ctx *ctx = file->private_data;
 	void __user *uarg = (void __user *)arg;
+	int health;
 
 	if (!(file->f_mode & FMODE_WRITE) && fakegpu_cmd_needs_write(cmd))
 		return -EBADF;
+	if (fakegpu_cmd_needs_health(cmd)) {
+		health = fakegpu_ctx_health(ctx);
+		if (health)
+			return health;
+	}
 
 	switch (cmd) {
 	case FAKEGPU_IOCTL_INFO:
@@ -337,6 +387,30 @@ long fakegpu_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	default:
 		return -ENOTTY;
 	}
+}
+
+/*
+ * /proc/PID/fdinfo/FD of a device node, in the spirit of DRM's fdinfo
+ * (drm-usage-stats): what `mrun gpu ps` reads to tie a process's descriptor
+ * to its context, readable by whoever may read the process's fdinfo.
+ */
+void fakegpu_show_fdinfo(struct seq_file *m, struct file *file)
+{
+	struct fakegpu_ctx *ctx = file->private_data;
+	u64 issued;
+
+	spin_lock(&ctx->queue_lock);
+	issued = ctx->last_fence;
+	spin_unlock(&ctx->queue_lock);
+	seq_printf(m, "fakegpu-device:\t%u\n", ctx->fdev->index);
+	seq_printf(m, "fakegpu-ctx:\t%u\n", ctx->id);
+	seq_printf(m, "fakegpu-ctx-pid:\t%d\n", ctx->pid);
+	seq_printf(m, "fakegpu-memory:\t%lld\n", (long long)atomic64_read(&ctx->mem_used));
+	seq_printf(m, "fakegpu-handles:\t%d\n", atomic_read(&ctx->nr_handles));
+	seq_printf(m, "fakegpu-jobs-in-flight:\t%llu\n",
+		   issued - (u64)atomic64_read(&ctx->completed));
+	seq_printf(m, "fakegpu-xid:\t%d\n", atomic_read(&ctx->xid));
+	seq_printf(m, "fakegpu-device-xid:\t%d\n", atomic_read(&ctx->fdev->lost_xid));
 }
 
 long fakegpu_ctl_ioctl(struct file *file, unsigned int cmd, unsigned long arg)

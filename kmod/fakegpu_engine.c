@@ -16,9 +16,20 @@
  * interrupt), and completes each fence by writing it to the fence page (which
  * user space may map read-only and poll without a syscall) and waking WAIT.
  * A work item never runs concurrently with itself, so the engine is the
- * single writer of the fence page, ctx->completed and ctx->sq_head.
+ * single writer of the fence page (but for its xid, see fakegpu_fault()),
+ * ctx->completed and ctx->sq_head.
+ *
+ * Faults (fakegpu_xid.c): before each job the engine asks
+ * fakegpu_engine_gate().  A poisoned context's remaining jobs are dropped
+ * (their fences never complete; WAIT says EIO); on a lost device each job
+ * completes with -ENODEV without running.  Execution-time faults poison the
+ * context: a ring entry naming a buffer the context does not have (freed, or
+ * another context's) is an MMU fault, Xid 31; a job running past
+ * job_timeout_ms is a hang, Xid 8.  A malformed ring entry is not a fault:
+ * it completes with -EINVAL, as before.
  */
 #include <linux/crc32.h>
+#include <linux/delay.h>
 #include <linux/hrtimer.h>
 #include <linux/nospec.h>
 #include <linux/overflow.h>
@@ -61,6 +72,7 @@ static const struct fakegpu_op_desc fakegpu_ops[FAKEGPU_OP_COUNT] = {
 	[FAKEGPU_OP_FILL] = { .dst = true, .length = true, .value = true },
 	[FAKEGPU_OP_COPY] = { .dst = true, .src = true, .length = true },
 	[FAKEGPU_OP_CHECKSUM] = { .dst = true, .src = true, .length = true },
+	[FAKEGPU_OP_DELAY] = { .length = true },
 };
 
 /* [offset, offset + length) lies inside bo, without overflow. */
@@ -208,10 +220,42 @@ static void fakegpu_run_checksum(const struct fakegpu_job *job, struct fakegpu_b
 	*(u32 *)((u8 *)dst->vaddr + job->dst_offset) = ~crc;
 }
 
-static void fakegpu_job_run(const struct fakegpu_job *job, struct fakegpu_bo *dst,
-			    struct fakegpu_bo *src)
+/*
+ * Occupy the engine for job->length ns, sleeping in slices so that release()
+ * (ctx->closing) and faults are noticed within 10 ms.  0 when done, -ETIMEDOUT
+ * once job_timeout_ms has passed first (a hang), -ECANCELED on release(),
+ * -EIO or -ENODEV when the context is poisoned or the device lost meanwhile.
+ */
+static int fakegpu_run_delay(struct fakegpu_ctx *ctx, const struct fakegpu_job *job)
+{
+	u64 timeout_ns = (u64)fakegpu_job_timeout_ms * NSEC_PER_MSEC;
+	u64 want = min_t(u64, job->length, timeout_ns);
+	ktime_t start = ktime_get();
+	u64 spent;
+	int ret;
+
+	for (;;) {
+		spent = ktime_to_ns(ktime_sub(ktime_get(), start));
+		if (spent >= want)
+			break;
+		if (READ_ONCE(ctx->closing))
+			return -ECANCELED;
+		ret = fakegpu_ctx_health(ctx);
+		if (ret)
+			return ret;
+		spent = min_t(u64, want - spent, 10 * NSEC_PER_MSEC);
+		usleep_range(spent / NSEC_PER_USEC, spent / NSEC_PER_USEC + 100);
+	}
+	return job->length > timeout_ns ? -ETIMEDOUT : 0;
+}
+
+/* 0, or what fakegpu_run_delay() returns. */
+static int fakegpu_job_run(struct fakegpu_ctx *ctx, const struct fakegpu_job *job,
+			   struct fakegpu_bo *dst, struct fakegpu_bo *src)
 {
 	switch (job->op) {
+	case FAKEGPU_OP_DELAY:
+		return fakegpu_run_delay(ctx, job);
 	case FAKEGPU_OP_FILL:
 		fakegpu_run_fill(job, dst);
 		break;
@@ -222,6 +266,39 @@ static void fakegpu_job_run(const struct fakegpu_job *job, struct fakegpu_bo *ds
 		fakegpu_run_checksum(job, dst, src);
 		break;
 	}
+	return 0;
+}
+
+/* The job at @fence has run; poison the context if it hung (@err -ETIMEDOUT). */
+static bool fakegpu_job_hung(struct fakegpu_ctx *ctx, u64 fence, int err)
+{
+	if (err != -ETIMEDOUT)
+		return false;
+	fakegpu_fault(ctx, FAKEGPU_XID_HANG,
+		      "GPU stopped processing: the job at fence %llu ran past job_timeout_ms (%u ms)",
+		      fence, fakegpu_job_timeout_ms);
+	return true;
+}
+
+/*
+ * May the engine run the job holding @fence?  0: yes.  -ENODEV: the device is
+ * lost; complete the job with that error without running it.  -EIO: the
+ * context is poisoned (an injected Xid 13 armed for this job poisons it
+ * here); drop the job.
+ */
+static int fakegpu_engine_gate(struct fakegpu_ctx *ctx, u64 fence)
+{
+	unsigned int xid;
+	int health = fakegpu_ctx_health(ctx);
+
+	if (health)
+		return health;
+	xid = atomic_xchg(&ctx->pending_xid, 0);
+	if (xid) {
+		fakegpu_fault(ctx, xid, "graphics engine exception at fence %llu (injected)", fence);
+		return -EIO;
+	}
+	return 0;
 }
 
 /* Publish that the job holding @fence finished with @err (0 or -errno). */
@@ -264,6 +341,7 @@ static void fakegpu_ring_read(const struct fakegpu_job *slot, struct fakegpu_job
 	job->reserved[1] = READ_ONCE(slot->reserved[1]);
 }
 
+/* Runs the entries of a doorbell's batch; stops early if the context dies. */
 static void fakegpu_run_ring_batch(struct fakegpu_ctx *ctx, const struct fakegpu_queued *q)
 {
 	struct fakegpu_sq_ctrl *sq = ctx->sq;
@@ -279,6 +357,9 @@ static void fakegpu_run_ring_batch(struct fakegpu_ctx *ctx, const struct fakegpu
 
 		if (READ_ONCE(ctx->closing))
 			return; /* release() is waiting: the rest is cancelled */
+		err = fakegpu_engine_gate(ctx, q->first_fence + i);
+		if (err == -EIO)
+			return; /* poisoned: the rest is dropped */
 
 		fakegpu_ring_read(&entries[index & (FAKEGPU_RING_ENTRIES - 1)], &job);
 		/*
@@ -288,10 +369,20 @@ static void fakegpu_run_ring_batch(struct fakegpu_ctx *ctx, const struct fakegpu
 		WRITE_ONCE(ctx->sq_head, index + 1);
 		smp_store_release(&sq->head, index + 1);
 
-		err = fakegpu_job_prepare(ctx, &job, &dst, &src);
+		if (!err)
+			err = fakegpu_job_prepare(ctx, &job, &dst, &src);
+		if (err == -ENOENT) {
+			fakegpu_fault(ctx, FAKEGPU_XID_MMU,
+				      "MMU fault: the job at fence %llu names a buffer this context does not have (freed, or another context's)",
+				      q->first_fence + i);
+			return;
+		}
 		if (!err) {
-			fakegpu_job_run(&job, dst, src);
+			err = fakegpu_job_run(ctx, &job, dst, src);
 			fakegpu_job_release(dst, src);
+			if (fakegpu_job_hung(ctx, q->first_fence + i, err) || err == -ECANCELED ||
+			    err == -EIO)
+				return;
 		}
 		fakegpu_complete(ctx, q->first_fence + i, err);
 		if ((i & 63) == 63)
@@ -303,6 +394,7 @@ static void fakegpu_engine_work(struct work_struct *work)
 {
 	struct fakegpu_ctx *ctx = container_of(work, struct fakegpu_ctx, engine);
 	struct fakegpu_queued *q;
+	int err;
 
 	for (;;) {
 		spin_lock(&ctx->queue_lock);
@@ -320,9 +412,13 @@ static void fakegpu_engine_work(struct work_struct *work)
 		if (q->from_ring) {
 			fakegpu_run_ring_batch(ctx, q);
 		} else {
-			fakegpu_job_run(&q->job, q->dst, q->src);
+			err = fakegpu_engine_gate(ctx, q->first_fence);
+			if (!err)
+				err = fakegpu_job_run(ctx, &q->job, q->dst, q->src);
 			fakegpu_job_release(q->dst, q->src);
-			fakegpu_complete(ctx, q->first_fence, 0);
+			if (err != -EIO && err != -ECANCELED &&
+			    !fakegpu_job_hung(ctx, q->first_fence, err))
+				fakegpu_complete(ctx, q->first_fence, err);
 		}
 		kmem_cache_free(fakegpu_queued_cache, q);
 		cond_resched();
@@ -477,8 +573,10 @@ static int fakegpu_fence_wake(struct wait_queue_entry *entry, unsigned int mode,
 }
 
 /*
- * Sleep until @fence completes, a signal arrives, or @deadline (absolute,
- * CLOCK_MONOTONIC; NULL: none) passes.  0, -ERESTARTSYS or -ETIMEDOUT.
+ * Sleep until @fence completes, a signal arrives, the context is poisoned or
+ * its device lost (fakegpu_fault() and injection wake every waiter), or
+ * @deadline (absolute, CLOCK_MONOTONIC; NULL: none) passes.  0, -ERESTARTSYS,
+ * -ETIMEDOUT, -EIO or -ENODEV.
  */
 static int fakegpu_fence_sleep(struct fakegpu_ctx *ctx, u64 fence, ktime_t *deadline)
 {
@@ -490,6 +588,9 @@ static int fakegpu_fence_sleep(struct fakegpu_ctx *ctx, u64 fence, ktime_t *dead
 	for (;;) {
 		prepare_to_wait(&ctx->fence_wq, &w.entry, TASK_INTERRUPTIBLE);
 		if (fakegpu_fence_done(ctx, fence))
+			break;
+		ret = fakegpu_ctx_health(ctx);
+		if (ret)
 			break;
 		if (signal_pending(current)) {
 			ret = -ERESTARTSYS;

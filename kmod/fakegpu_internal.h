@@ -7,6 +7,7 @@
  *   fakegpu_bo.c      buffer objects: allocation, quotas, handles, mmap
  *   fakegpu_engine.c  jobs: validation, the engine worker, fences, rings
  *   fakegpu_mmap.c    mmap of the fence page, the submission ring, buffers
+ *   fakegpu_xid.c     Xid events: faults, poisoned contexts, debugfs injection
  *
  * Object lifetimes, from longest to shortest:
  *
@@ -27,6 +28,7 @@
 #include <linux/list.h>
 #include <linux/mm.h>
 #include <linux/mutex.h>
+#include <linux/sched.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
 #include <linux/version.h>
@@ -47,20 +49,33 @@ extern unsigned long fakegpu_mem_quota;
 extern unsigned int fakegpu_handle_quota;
 extern unsigned long fakegpu_vram_size;
 extern unsigned int fakegpu_max_queued;
+extern unsigned int fakegpu_job_timeout_ms;
 
 /* The workqueue every context's engine runs on. */
 extern struct workqueue_struct *fakegpu_wq;
 
+/* Xid event codes (fakegpu(4), XID EVENTS); the numbers are NVIDIA's. */
+#define FAKEGPU_XID_HANG 8       /* a job ran past job_timeout_ms */
+#define FAKEGPU_XID_ENGINE 13    /* graphics engine exception (injected) */
+#define FAKEGPU_XID_MMU 31       /* a job touched a buffer the context lacks */
+#define FAKEGPU_XID_ECC 48       /* double-bit ECC error (injected) */
+#define FAKEGPU_XID_OFF_BUS 79   /* the GPU fell off the bus (injected) */
+
 /*
- * One GPU, /dev/fakegpu<index>.  Device-global state is only statistics and
- * the memory pool, all atomics: no lock needed, nothing here is a pointer to a
- * context (a device does not track its contexts).
+ * One GPU, /dev/fakegpu<index>.  Statistics, the memory pool and the
+ * device-level fault are atomics.  ctx_lock (a mutex) protects ctxs, the
+ * list of open contexts; it is taken by open, release, fault injection and
+ * the debugfs readers, in process context only, and nothing is nested in it
+ * but a context's wait-queue lock (waking its waiters).
  */
 struct fakegpu_device {
 	unsigned int index;
 	atomic64_t vram_used;      /* bytes of live buffers, all contexts */
 	atomic64_t jobs_completed; /* zeroed by FAKEGPU_IOCTL_RESET */
 	atomic_t reset_count;
+	atomic_t lost_xid;         /* FAKEGPU_XID_OFF_BUS until RESET, else 0 */
+	struct mutex ctx_lock;
+	struct list_head ctxs;     /* of struct fakegpu_ctx, via dev_link */
 };
 
 /* A buffer object: zeroed vmalloc_user() memory that user space can mmap. */
@@ -105,6 +120,22 @@ struct fakegpu_queued {
  */
 struct fakegpu_ctx {
 	struct fakegpu_device *fdev;
+	struct list_head dev_link; /* in fdev->ctxs, under fdev->ctx_lock */
+
+	/* Who opened it, for the kernel log and fdinfo; fixed at open. */
+	u32 id;        /* module-wide, never 0 */
+	pid_t pid;     /* thread-group id in the initial pid namespace */
+	char comm[TASK_COMM_LEN];
+
+	/*
+	 * Faults (fakegpu_xid.c).  xid: the Xid that poisoned the context, set
+	 * once (cmpxchg from 0), never cleared; read locklessly by the ioctls,
+	 * mmap, WAIT and the engine, so a call racing the fault may still
+	 * succeed, as on a GPU whose fault is asynchronous.  pending_xid: an
+	 * injected fault armed for the engine's next job (xchg to 0 there).
+	 */
+	atomic_t xid;
+	atomic_t pending_xid;
 
 	/*
 	 * handle -> bo.  The xarray's own spinlock (xa_lock) serialises
@@ -156,6 +187,8 @@ long fakegpu_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 long fakegpu_ctl_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 int fakegpu_open(struct inode *inode, struct file *file);
 int fakegpu_release(struct inode *inode, struct file *file);
+struct seq_file;
+void fakegpu_show_fdinfo(struct seq_file *m, struct file *file);
 struct fakegpu_device *fakegpu_device_get(unsigned int minor);
 
 /* fakegpu_bo.c */
@@ -177,6 +210,14 @@ int fakegpu_wait_fence(struct fakegpu_ctx *ctx, u64 fence, s64 timeout_ns);
 
 /* fakegpu_mmap.c */
 int fakegpu_mmap(struct file *file, struct vm_area_struct *vma);
+
+/* fakegpu_xid.c */
+void fakegpu_fault(struct fakegpu_ctx *ctx, unsigned int xid, const char *fmt, ...)
+	__printf(3, 4);
+int fakegpu_ctx_health(struct fakegpu_ctx *ctx);
+void fakegpu_device_reset(struct fakegpu_device *fdev);
+int fakegpu_debugfs_init(void);
+void fakegpu_debugfs_exit(void);
 
 /* vm_flags became read-only in 6.3; keep building on both sides of it. */
 static inline void fakegpu_vma_clear_flags(struct vm_area_struct *vma, unsigned long flags)

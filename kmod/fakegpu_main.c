@@ -36,6 +36,11 @@ unsigned long fakegpu_vram_size = 256UL << 20;
 module_param_named(vram_size, fakegpu_vram_size, ulong, 0444);
 MODULE_PARM_DESC(vram_size, "bytes of buffers all contexts of one GPU may hold (default 256 MiB)");
 
+unsigned int fakegpu_job_timeout_ms = 2000;
+module_param_named(job_timeout_ms, fakegpu_job_timeout_ms, uint, 0444);
+MODULE_PARM_DESC(job_timeout_ms,
+		 "a job running longer is a hang: Xid 8, its context poisoned (default 2000)");
+
 unsigned int fakegpu_max_queued = 1024;
 module_param_named(max_queued, fakegpu_max_queued, uint, 0444);
 MODULE_PARM_DESC(max_queued, "jobs submitted by ioctl one context may have queued (default 1024)");
@@ -63,6 +68,7 @@ static const struct file_operations fakegpu_gpu_fops = {
 	.unlocked_ioctl = fakegpu_ioctl,
 	.compat_ioctl = compat_ptr_ioctl, /* the ABI has no pointers or longs */
 	.mmap = fakegpu_mmap,
+	.show_fdinfo = fakegpu_show_fdinfo,
 	.llseek = no_llseek,
 };
 
@@ -92,6 +98,10 @@ static int fakegpu_check_params(void)
 	}
 	if (fakegpu_handle_quota < 1 || fakegpu_handle_quota > FAKEGPU_HANDLE_MAX) {
 		pr_err("handle_quota=%u: must be 1..%u\n", fakegpu_handle_quota, FAKEGPU_HANDLE_MAX);
+		return -EINVAL;
+	}
+	if (fakegpu_job_timeout_ms < 1 || fakegpu_job_timeout_ms > 600000) {
+		pr_err("job_timeout_ms=%u: must be 1..600000\n", fakegpu_job_timeout_ms);
 		return -EINVAL;
 	}
 	if (fakegpu_max_queued < 1) {
@@ -145,8 +155,11 @@ static int __init fakegpu_init(void)
 	fakegpu_devices = kcalloc(fakegpu_ndev, sizeof(*fakegpu_devices), GFP_KERNEL);
 	if (!fakegpu_devices)
 		return -ENOMEM;
-	for (i = 0; i < fakegpu_ndev; i++)
+	for (i = 0; i < fakegpu_ndev; i++) {
 		fakegpu_devices[i].index = i;
+		mutex_init(&fakegpu_devices[i].ctx_lock);
+		INIT_LIST_HEAD(&fakegpu_devices[i].ctxs);
+	}
 
 	ret = fakegpu_engine_init_cache();
 	if (ret)
@@ -189,9 +202,13 @@ static int __init fakegpu_init(void)
 	ret = fakegpu_create_nodes();
 	if (ret)
 		goto err_class;
+	fakegpu_debugfs_init();
 
-	pr_info("%u devices, major %d, abi %d\n", fakegpu_ndev, MAJOR(fakegpu_devt),
-		FAKEGPU_ABI_VERSION);
+	pr_info("%u devices, major %d, abi %d, driver %u.%u.%u\n", fakegpu_ndev,
+		MAJOR(fakegpu_devt), FAKEGPU_ABI_VERSION,
+		FAKEGPU_VERSION_MAJOR(FAKEGPU_DRIVER_VERSION),
+		FAKEGPU_VERSION_MINOR(FAKEGPU_DRIVER_VERSION),
+		FAKEGPU_VERSION_PATCH(FAKEGPU_DRIVER_VERSION));
 	return 0;
 
 err_class:
@@ -217,6 +234,9 @@ err_devices:
  */
 static void __exit fakegpu_exit(void)
 {
+	unsigned int i;
+
+	fakegpu_debugfs_exit();
 	fakegpu_destroy_nodes(fakegpu_ndev);
 	class_destroy(fakegpu_class);
 	cdev_del(&fakegpu_ctl_cdev);
@@ -224,6 +244,8 @@ static void __exit fakegpu_exit(void)
 	unregister_chrdev_region(fakegpu_devt, FAKEGPU_CTL_MINOR + 1);
 	destroy_workqueue(fakegpu_wq);
 	fakegpu_engine_destroy_cache();
+	for (i = 0; i < fakegpu_ndev; i++)
+		mutex_destroy(&fakegpu_devices[i].ctx_lock);
 	kfree(fakegpu_devices);
 	pr_info("unloaded\n");
 }

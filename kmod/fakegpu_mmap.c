@@ -68,13 +68,18 @@ int fakegpu_mmap(struct file *file, struct vm_area_struct *vma)
 {
 	struct fakegpu_ctx *ctx = file->private_data;
 	u64 offset = (u64)vma->vm_pgoff << PAGE_SHIFT;
+	int ret;
 
 	/* VM_MAYSHARE, not VM_SHARED: see the top of this file. */
 	if (!(vma->vm_flags & VM_MAYSHARE))
 		return -EINVAL;
 
+	/* The fence page reports a fault; nothing new on a dead context. */
 	if (offset == FAKEGPU_MMAP_FENCE_OFFSET)
 		return fakegpu_mmap_fence(ctx, vma);
+	ret = fakegpu_ctx_health(ctx);
+	if (ret)
+		return ret;
 	if (offset == FAKEGPU_MMAP_SQ_OFFSET)
 		return fakegpu_mmap_sq(file, ctx, vma);
 	/* A buffer is mapped whole from its start: the low 32 bits are zero. */

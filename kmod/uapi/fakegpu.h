@@ -31,6 +31,12 @@
  * what keeps a node passed read-only into a container (a device cgroup that
  * allows only "r") from running work or holding device memory.
  *
+ * Faults (Xid events, the table in fakegpu(4)): a fault of one context
+ * poisons it - every command but INFO and RESET then fails with EIO, WAIT
+ * included, and its fence page's xid says why - while the other contexts go
+ * on; a device-level fault (Xid 79) fails every command but INFO and RESET of
+ * every context of the device with ENODEV until a RESET.
+ *
  * The full description (nodes, errnos, parameters) is fakegpu(4).
  */
 #ifndef _UAPI_FAKEGPU_H
@@ -45,6 +51,17 @@ extern "C" {
 
 /* Bumped on every incompatible change; reported by FAKEGPU_IOCTL_INFO. */
 #define FAKEGPU_ABI_VERSION 1
+
+/*
+ * The driver's release, (major << 16) | (minor << 8) | patch, reported by
+ * FAKEGPU_IOCTL_INFO.  A minor release only adds (an op, an out field that
+ * was reserved), so a driver serves every library of its ABI built for the
+ * same or an older minor; fakegpu(4), VERSIONS.
+ */
+#define FAKEGPU_DRIVER_VERSION ((1 << 16) | (1 << 8) | 0) /* 1.1.0 */
+#define FAKEGPU_VERSION_MAJOR(v) ((v) >> 16)
+#define FAKEGPU_VERSION_MINOR(v) (((v) >> 8) & 0xff)
+#define FAKEGPU_VERSION_PATCH(v) ((v) & 0xff)
 
 /* Device nodes: /dev/fakegpu<minor> for minors 0..ndev-1, and the control node. */
 #define FAKEGPU_CTL_MINOR 255
@@ -71,14 +88,16 @@ extern "C" {
 #define FAKEGPU_OP_FILL 1     /* dst[dst_offset, +length) = value (32-bit pattern) */
 #define FAKEGPU_OP_COPY 2     /* dst[dst_offset, +length) = src[src_offset, +length) */
 #define FAKEGPU_OP_CHECKSUM 3 /* u32 at dst[dst_offset] = crc32(src[src_offset, +length)) */
-#define FAKEGPU_OP_COUNT 4
+#define FAKEGPU_OP_DELAY 4    /* keeps the engine busy for length ns (driver 1.1) */
+#define FAKEGPU_OP_COUNT 5
 
 /*
  * One job, as passed to FAKEGPU_IOCTL_SUBMIT and as written into the
  * submission ring.  64 bytes.  Fields an op does not use must be zero.
  * FILL needs dst_offset and length multiples of 4; CHECKSUM needs dst_offset a
  * multiple of 4; the crc32 is the one of zlib/IEEE 802.3 (init and final
- * xor 0xffffffff).  length is never 0.
+ * xor 0xffffffff).  DELAY uses only length, in nanoseconds: a job that runs
+ * long, and past the module's job_timeout_ms a hang (Xid 8).  length is never 0.
  */
 struct fakegpu_job {
 	__u32 op;         /* FAKEGPU_OP_* */
@@ -101,7 +120,7 @@ struct fakegpu_fence_page {
 	__u64 errors;           /* jobs that completed with an error (ring jobs) */
 	__u64 last_error_fence; /* fence of the most recent failed job */
 	__s32 last_error;       /* its negative errno */
-	__u32 pad;
+	__u32 xid;              /* the Xid that poisoned this context; 0 while healthy */
 };
 
 /*
@@ -136,7 +155,11 @@ struct fakegpu_info {
 	__u32 ctx_handles;  /* out: live handles of this context */
 	__u32 pad;          /* 0 */
 	__u64 jobs_completed; /* out: device-wide, since load or reset */
-	__u64 reserved[4];  /* 0 */
+	__u32 ctx_id;         /* out: this context's id (kernel log, fdinfo) */
+	__u32 ctx_xid;        /* out: the Xid that poisoned this context, or 0 */
+	__u32 device_xid;     /* out: a device-level Xid (79) until RESET, or 0 */
+	__u32 driver_version; /* out: FAKEGPU_DRIVER_VERSION (0: a 1.0 driver) */
+	__u64 reserved[2];    /* 0 */
 };
 
 struct fakegpu_alloc {

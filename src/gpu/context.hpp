@@ -28,6 +28,13 @@ class Context {
   // opened read-only (EBADF for a write ioctl, EACCES for the ring): " (opened
   // read-only: ALLOC needs a descriptor open for writing)".
   std::string explain(const std::string& step, int err, std::string_view what) const;
+  // step, plus the fault when `err` is how the driver fails a poisoned context (EIO)
+  // or a lost device (ENODEV): " (context lost to Xid 31 (MMU fault): a job named
+  // ...; fix ...)". Asks INFO, which works on both.
+  std::string explain_fault(const std::string& step, int err);
+  // The Error for a failed ioctl: explain() for EBADF/EACCES, explain_fault() for
+  // EIO/ENODEV.
+  Error failure(const std::string& step, int err, std::string_view what = {});
 
   const fakegpu_fence_page& fence_page();
   bool poll(std::uint64_t fence);

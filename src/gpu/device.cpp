@@ -15,6 +15,7 @@
 #include "context.hpp"
 #include "fakegpu.hpp"
 #include "shared_memory.hpp"
+#include "xid.hpp"
 
 namespace fakegpu {
 
@@ -170,8 +171,24 @@ int Context::ioctl(unsigned long request, void* arg) noexcept {
 }
 
 void Context::ioctl_or_throw(unsigned long request, void* arg, const std::string& step) {
-  if (const int err = ioctl(request, arg))
-    throw Error(err == EBADF ? explain(step, err, write_command(request)) : step, err);
+  if (const int err = ioctl(request, arg)) throw failure(step, err, write_command(request));
+}
+
+Error Context::failure(const std::string& step, int err, std::string_view what) {
+  if (err == EIO || err == ENODEV) return Error(explain_fault(step, err), err);
+  return Error(err == EBADF || err == EACCES ? explain(step, err, what) : step, err);
+}
+
+std::string Context::explain_fault(const std::string& step, int err) {
+  fakegpu_info info{};
+  if ((err != EIO && err != ENODEV) || ioctl(FAKEGPU_IOCTL_INFO, &info) != 0) return step;
+  const bool lost = err == ENODEV && info.device_xid;
+  const unsigned code = lost ? info.device_xid : err == EIO ? info.ctx_xid : 0;
+  if (code == 0) return step;
+  std::string why = step + (lost ? " (device lost to " : " (context lost to ") + xid_label(code);
+  if (const XidInfo* x = find_xid(code))
+    why += ": " + std::string(x->meaning) + "; " + std::string(x->fix);
+  return why + ")";
 }
 
 std::string Context::explain(const std::string& step, int err, std::string_view what) const {
@@ -212,7 +229,7 @@ bool Context::wait(std::uint64_t fence, std::int64_t timeout_ns) {
   const int err = ioctl(FAKEGPU_IOCTL_WAIT, &w);
   if (err == 0) return true;
   if (err == ETIMEDOUT || err == EBUSY) return false;
-  throw Error("wait for fence " + std::to_string(fence) + " on " + path_, err);
+  throw failure("wait for fence " + std::to_string(fence) + " on " + path_, err);
 }
 
 }  // namespace detail
@@ -315,7 +332,7 @@ Fence Device::submit(const fakegpu_job& j) {
     const int err = ctx_->ioctl(FAKEGPU_IOCTL_SUBMIT, &s);
     if (err == 0) break;
     if (err != EBUSY || ctx_->last_fence == 0)
-      throw Error(ctx_->explain("submit job op " + std::to_string(j.op), err, "SUBMIT"), err);
+      throw ctx_->failure("submit job op " + std::to_string(j.op), err, "SUBMIT");
     ctx_->wait(ctx_->last_fence, -1);  // the queue is full: let it drain
   }
   ctx_->last_fence = std::max(ctx_->last_fence, static_cast<std::uint64_t>(s.fence));

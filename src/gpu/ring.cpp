@@ -22,7 +22,7 @@ Ring::Ring(std::shared_ptr<detail::Context> ctx) : ctx_(std::move(ctx)) {
                    FAKEGPU_MMAP_SQ_OFFSET);
   if (p == MAP_FAILED) {
     const int err = errno;
-    throw Error(ctx_->explain("mmap submission ring of " + ctx_->path(), err, "the ring"), err);
+    throw ctx_->failure("mmap submission ring of " + ctx_->path(), err, "the ring");
   }
   map_ = Mapping(p, info.sq_map_size);
   ctrl_ = static_cast<fakegpu_sq_ctrl*>(p);

@@ -41,7 +41,7 @@ find_prog() {
 }
 declare -A prog
 missing=()
-for name in fakegpu-client fakegpu-client-static fakegpu-bench fakegpu-abi-test fakegpu-fuzz; do
+for name in fakegpu-client fakegpu-client-static fakegpu-bench fakegpu-abi-test fakegpu-fuzz fakegpu-xid-test; do
     prog[$name]=$(find_prog "$name")
     [[ -n ${prog[$name]} ]] || missing+=("$name")
 done
@@ -54,6 +54,7 @@ fi
     "$here/guest/fakegpu.sh" --ko "$ko" \
     --client "${prog[fakegpu-client]}" --client-static "${prog[fakegpu-client-static]}" \
     --bench "${prog[fakegpu-bench]}" --abi-test "${prog[fakegpu-abi-test]}" --fuzz "${prog[fakegpu-fuzz]}" \
+    --xid-test "${prog[fakegpu-xid-test]}" \
     --fuzz-seconds "$fuzz_seconds" >&2
 rc=$?
 

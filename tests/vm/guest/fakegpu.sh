@@ -3,18 +3,20 @@
 # (tests/vm/fakegpu-suite.sh boots the guest with tests/vm/run-in-vm.sh).
 #
 #   fakegpu.sh --ko PATH --client PATH --client-static PATH --bench PATH
-#              --abi-test PATH --fuzz PATH [--fuzz-seconds N] [--bench-jobs N]
+#              --abi-test PATH --fuzz PATH --xid-test PATH [--fuzz-seconds N]
+#              [--bench-jobs N]
 #
 # Loads the module, checks its nodes, runs fakegpu-client as root and as the
 # unprivileged user mrun-test (and read-only: every write command EBADF), the
 # adversarial ABI tests (read-only descriptors included), the privileged
-# ioctl from an unprivileged user and from root in `unshare -Ur`, the fuzzer
+# ioctl from an unprivileged user and from root in `unshare -Ur`, the Xid
+# events (faults, poisoned contexts, injection, RESET), the fuzzer
 # from several processes of both users, the benchmark, and unloads the module.
 # Prints TAP (docs/DEVELOPING.md) and copies it to $MRUN_VM_OUT/fakegpu.tap;
 # exits 1 if any test failed.
 set -u
 
-ko='' client='' client_static='' bench='' abi_test='' fuzz=''
+ko='' client='' client_static='' bench='' abi_test='' fuzz='' xid_test=''
 fuzz_seconds=20 bench_jobs=200000 bench_ioctl_jobs=20000
 while (($#)); do
     case $1 in
@@ -24,6 +26,7 @@ while (($#)); do
     --bench) bench=$2 ;;
     --abi-test) abi_test=$2 ;;
     --fuzz) fuzz=$2 ;;
+    --xid-test) xid_test=$2 ;;
     --fuzz-seconds) fuzz_seconds=$2 ;;
     --bench-jobs) bench_jobs=$2 ;;
     *) echo "fakegpu.sh: unknown option $1" >&2; exit 2 ;;
@@ -76,7 +79,7 @@ dmesg -w >"$klog" 2>&1 &
 klog_pid=$!
 trap 'kill $klog_pid 2>/dev/null' EXIT
 diag "guest kernel $(uname -r), $(nproc) cpus, $(awk '/MemTotal/ {print $2}' /proc/meminfo) kB"
-for f in "$ko" "$client" "$client_static" "$bench" "$abi_test" "$fuzz"; do
+for f in "$ko" "$client" "$client_static" "$bench" "$abi_test" "$fuzz" "$xid_test"; do
     if [[ -z $f || ! -r $f ]]; then
         not_ok "test inputs present" "missing: '${f}'"
         emit "1..$n"
@@ -85,24 +88,26 @@ for f in "$ko" "$client" "$client_static" "$bench" "$abi_test" "$fuzz"; do
 done
 rm -rf "$stage"
 mkdir -m 0755 "$stage"
-cp "$client" "$client_static" "$bench" "$abi_test" "$fuzz" "$stage"/
+cp "$client" "$client_static" "$bench" "$abi_test" "$fuzz" "$xid_test" "$stage"/
 cp -P "$(dirname "$client")"/libfakegpu.so* "$stage"/ 2>/dev/null
 chmod -R a+rX "$stage"
 C=$stage/fakegpu-client CS=$stage/fakegpu-client-static B=$stage/fakegpu-bench
-A=$stage/fakegpu-abi-test F=$stage/fakegpu-fuzz
+A=$stage/fakegpu-abi-test F=$stage/fakegpu-fuzz X=$stage/fakegpu-xid-test
 id "$user" >/dev/null 2>&1 || { not_ok "user $user exists in the guest"; emit "1..$n"; exit 1; }
 
 # ---------------------------------------------------------------- load
 lsmod | grep -qw fakegpu && rmmod fakegpu
 expect_exit "insmod refuses ndev=0" 1 'Invalid|insmod' insmod "$ko" ndev=0
 expect_exit "insmod refuses ndev=17" 1 'Invalid|insmod' insmod "$ko" ndev=17
+expect_exit "insmod refuses job_timeout_ms=0" 1 'Invalid|insmod' insmod "$ko" job_timeout_ms=0
 check "insmod ndev=3" insmod "$ko" ndev=3
 check "ndev=3 creates fakegpu0..2" test -c /dev/fakegpu2 -a ! -e /dev/fakegpu3
 check "rmmod after ndev=3" rmmod fakegpu
 check "nodes removed on rmmod" test ! -e /dev/fakegpu0 -a ! -e /dev/fakegpuctl
 
 # Small quotas so the quota tests are quick; the client reads them from INFO.
-params=(ndev=2 mem_quota=$((16 << 20)) handle_quota=32 vram_size=$((48 << 20)) max_queued=256)
+# job_timeout_ms: the hang test waits that long; the fuzzer's DELAY jobs too.
+params=(ndev=2 mem_quota=$((16 << 20)) handle_quota=32 vram_size=$((48 << 20)) max_queued=256 job_timeout_ms=1000)
 check "insmod ${params[*]}" insmod "$ko" "${params[@]}"
 
 major=$(awk '$2 == "fakegpu" {print $1}' /proc/devices)
@@ -175,6 +180,35 @@ check "an open fd holds the module (refcnt 2: cdev + fops)" test "$(cat /sys/mod
 expect_exit "rmmod refuses while a device is open" 1 'in use' rmmod fakegpu
 exec 3>&-
 check "closing drops the module reference" test "$(cat /sys/module/fakegpu/refcnt)" = 0
+
+# ---------------------------------------------------------------- Xid events
+# fakegpu(4), XID EVENTS. The faults, the poisoned context beside a working one,
+# the log lines and RESET are checked by fakegpu-xid-test itself (as root: it
+# injects); here, what only a second user or the shell can see.
+inject=/sys/kernel/debug/fakegpu/inject
+check "debugfs: inject exists, mode 0200" test "$(stat -c %a "$inject" 2>&1)" = 200
+if as_user sh -c "echo '0 79' >$inject" 2>/dev/null; then
+    not_ok "debugfs: $user cannot inject"
+else
+    ok "debugfs: $user cannot inject"
+fi
+expect_exit "the device is not lost after the refused injection" 0 'ALL CHECKS PASSED' as_root "$C" --check info
+import_results "xid: " as_root "$X" --device /dev/fakegpu0 --other /dev/fakegpu1
+expect_exit "client passes after the Xid tests (RESET recovered the device)" 0 'ALL CHECKS PASSED' as_user "$C"
+# libfakegpu turns ENODEV/EIO into the fault and its fix (INFO still answers).
+echo "1 79" >"$inject"
+expect_exit "client on a lost device: ALLOC fails, libfakegpu names Xid 79 and the fix" 12 \
+    'device lost to Xid 79 \(GPU has fallen off the bus\).*reset the device' as_user "$C" --device 1
+expect_exit "fakegpu-client --check reset recovers the lost device" 0 'reset count' as_root "$C" --device 1 --check reset
+expect_exit "client passes on the reset device" 0 'ALL CHECKS PASSED' as_user "$C" --device 1
+exec 3<>/dev/fakegpu0
+ctx_line=$(grep -E "^fakegpu0 [0-9]+ $$ " /sys/kernel/debug/fakegpu/contexts)
+check "debugfs contexts lists this shell's context ($ctx_line)" test -n "$ctx_line"
+check "fdinfo of the descriptor names the same context" \
+    grep -qx "fakegpu-ctx:[[:space:]]*$(awk '{print $2}' <<<"$ctx_line")" /proc/$$/fdinfo/3
+exec 3>&-
+log_clean "the Xid tests"
+diag "$(grep -a 'Xid' "$klog" | tail -n 12)"
 
 # ---------------------------------------------------------------- fuzz
 diag "fuzzing for ${fuzz_seconds}s: 3 root processes and 2 $user processes"
