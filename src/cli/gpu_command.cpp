@@ -1,5 +1,6 @@
 // mrun gpu matrix [--rootless-user USER] [--json] [--output FILE]
 // mrun gpu doctor [--container NAME]                       -- see mrun-gpu(1)
+// mrun gpu ps [--json]
 // What rootless GPU passthrough breaks and what fixes it, from real runs (matrix), and
 // the debugging ladder of a GPU in a container (doctor). The work is in src/gpucheck/.
 #include <unistd.h>
@@ -9,9 +10,11 @@
 
 #include "base/error.hpp"
 #include "cli/command.hpp"
+#include "gpucheck/gpu_ps.hpp"
 #include "gpucheck/host_facts.hpp"
 #include "gpucheck/ladder.hpp"
 #include "gpucheck/matrix_run.hpp"
+#include "runtime/state.hpp"
 #include "sys/fs.hpp"
 
 namespace mrun::cli {
@@ -21,7 +24,8 @@ namespace {
 class GpuCommand : public Command {
  public:
   CLI::App* add_to(CLI::App& app) override {
-    auto* gpu = app.add_subcommand("gpu", "GPU passthrough: the rootful/rootless matrix, doctor");
+    auto* gpu =
+        app.add_subcommand("gpu", "GPU passthrough: the rootful/rootless matrix, doctor, ps");
     gpu->require_subcommand(1);
     matrix_ = gpu->add_subcommand(
         "matrix", "run fakegpu-client in the grid of configurations, rootful and rootless");
@@ -33,10 +37,14 @@ class GpuCommand : public Command {
         gpu->add_subcommand("doctor", "climb the GPU debugging ladder, stop at the first fix");
     doctor_->add_option("--container", container_,
                         "add the rungs seen from inside this running container");
+    ps_ = gpu->add_subcommand(
+        "ps", "who holds the GPU: processes, their containers, contexts, memory, jobs, Xids");
+    ps_->add_flag("--json", ps_json_, "print JSON instead of a table");
     return gpu;
   }
 
   int execute(const runtime::GlobalOptions& global) override {
+    if (ps_->parsed()) return ps(global);
     return matrix_->parsed() ? matrix() : doctor(global);
   }
 
@@ -80,6 +88,26 @@ class GpuCommand : public Command {
     return gpucheck::doctor_status(rungs);
   }
 
+  // The caller's containers (root: root's), named next to the processes inside them.
+  int ps(const runtime::GlobalOptions& global) {
+    std::vector<gpucheck::ContainerRef> containers;
+    runtime::StateStore store(runtime::make_context(global).state_root);
+    for (const auto& s : store.list()) {
+      const auto status = runtime::effective_status(s);
+      if (status == runtime::Status::running || status == runtime::Status::created)
+        containers.push_back({s.name, s.pid});
+    }
+    auto result = gpucheck::gather_gpu_ps(containers);
+    if (ps_json_)
+      std::cout << gpucheck::gpu_ps_json(result).dump(2) << "\n";
+    else
+      std::cout << gpucheck::render_gpu_ps(result);
+    std::cout << std::flush;
+    return 0;
+  }
+
+  CLI::App* ps_ = nullptr;
+  bool ps_json_ = false;
   CLI::App* matrix_ = nullptr;
   CLI::App* doctor_ = nullptr;
   std::string user_;

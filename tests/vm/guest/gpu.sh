@@ -103,6 +103,35 @@ expect_exit "rootless --keep-groups: fakegpu-client-static passes" 0 'ALL CHECKS
     as_user "${ul[@]}" "$M" "${run_opts[@]}" --gpu --keep-groups "$R" fakegpu-client-static
 expect_exit "rootless --keep-groups: the injected dynamic client passes" 0 'ALL CHECKS PASSED' \
     as_user "${ul[@]}" "$M" "${run_opts[@]}" --gpu --keep-groups "${libs[@]}" "$R" fakegpu-client
+# ---------------------------------------------------------------- mrun gpu ps
+# Who holds the GPU: a detached container keeps a context open on fd 3; the driver's
+# fdinfo gives the context, mrun's state the container's name (mrun-gpu(1)).
+hold='exec 3<>/dev/fakegpu0; echo held; sleep 120'
+holder_row=' +(sh|sleep) +3 +fakegpu0 +[0-9]+ +0 B +0 +0 +-'
+check "rootful: a detached --gpu container holds /dev/fakegpu0" \
+    "$mrun" run -d --name gpu-holder --network none --cgroups disabled --gpu "$R" /bin/sh -c "$hold"
+check "rootless: a detached --gpu container holds /dev/fakegpu0" as_user "${ul[@]}" \
+    "$M" run -d --name gpu-holder-u --network none --cgroups disabled --gpu --keep-groups "$R" /bin/sh -c "$hold"
+sleep 2
+expect_exit "gpu ps (root): the rootful container's holder, its context and memory" 0 \
+    "gpu-holder$holder_row" "$mrun" gpu ps
+expect_exit "gpu ps (root): the rootless container's process too (no name: not root's container)" 0 \
+    "[0-9]+ \\([0-9]+\\) +- +(sh|sleep) +3 +fakegpu0" "$mrun" gpu ps
+expect_exit "gpu ps --json: the container, the context, the memory" 0 \
+    '"container": "gpu-holder",' "$mrun" gpu ps --json
+expect_exit "gpu ps (rootless): its own container's holder, named" 0 \
+    "gpu-holder-u$holder_row" as_user "$M" gpu ps
+expect_exit "gpu ps (rootless): root's processes are not readable, and it says so" 0 \
+    'processes of other users not readable' as_user "$M" gpu ps
+if command -v python3 >/dev/null; then
+    check "gpu ps --json (rootless) parses: a holder in gpu-holder-u, with a context" bash -c \
+        "runuser -u $user -- env -i PATH=$path HOME=$stage/home $M gpu ps --json | python3 -c 'import json,sys; h=json.load(sys.stdin)[\"holders\"]; sys.exit(0 if any(x[\"container\"] == \"gpu-holder-u\" and x[\"context\"] for x in h) else 1)'"
+fi
+"$mrun" delete -f gpu-holder >/dev/null 2>&1
+as_user "$M" delete -f gpu-holder-u >/dev/null 2>&1
+expect_exit "gpu ps after the containers are gone: nobody holds the GPU" 0 \
+    'no process holds a fakegpu device' "$mrun" gpu ps
+
 # ---------------------------------------------------------------- CDI (mrun-cdi(1))
 # The spec of this boot's nodes, written where engines look for generated specs; mrun
 # resolves fakegpu.example/gpu=N itself, podman (crun) through its CDI library.
