@@ -65,8 +65,9 @@ extern struct workqueue_struct *fakegpu_wq;
  * One GPU, /dev/fakegpu<index>.  Statistics, the memory pool and the
  * device-level fault are atomics.  ctx_lock (a mutex) protects ctxs, the
  * list of open contexts; it is taken by open, release, fault injection and
- * the debugfs readers, in process context only, and nothing is nested in it
- * but a context's wait-queue lock (waking its waiters).
+ * the debugfs readers, in process context only.  Lock order: ctx_lock, then
+ * a context's queue_lock (debugfs reads last_fence) or its wait-queue lock
+ * (waking its waiters); nothing takes ctx_lock while holding either.
  */
 struct fakegpu_device {
 	unsigned int index;

@@ -254,5 +254,7 @@ module_init(fakegpu_init);
 module_exit(fakegpu_exit);
 
 MODULE_LICENSE("GPL");
+/* /sys/module/fakegpu/version: readable by anyone, unlike the device (the doctor). */
+MODULE_VERSION(FAKEGPU_DRIVER_VERSION_STRING);
 MODULE_AUTHOR("mrun developers");
 MODULE_DESCRIPTION("fakegpu: a teaching GPU driver with contexts, fences and mmap'd rings");

@@ -59,6 +59,7 @@ extern "C" {
  * same or an older minor; fakegpu(4), VERSIONS.
  */
 #define FAKEGPU_DRIVER_VERSION ((1 << 16) | (1 << 8) | 0) /* 1.1.0 */
+#define FAKEGPU_DRIVER_VERSION_STRING "1.1.0"
 #define FAKEGPU_VERSION_MAJOR(v) ((v) >> 16)
 #define FAKEGPU_VERSION_MINOR(v) (((v) >> 8) & 0xff)
 #define FAKEGPU_VERSION_PATCH(v) ((v) & 0xff)

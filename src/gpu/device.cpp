@@ -15,6 +15,7 @@
 #include "context.hpp"
 #include "fakegpu.hpp"
 #include "shared_memory.hpp"
+#include "version.hpp"
 #include "xid.hpp"
 
 namespace fakegpu {
@@ -298,7 +299,13 @@ Device Device::open(const std::string& path, Access access) {
   if (fd < 0)
     throw Error(std::string("open ") + (access == Access::read_only ? "read-only " : "") + path,
                 errno);
-  return Device(std::make_shared<detail::Context>(path, fd));
+  Device dev(std::make_shared<detail::Context>(path, fd));
+  // Like CUDA's first call: a driver that cannot serve this library is refused here,
+  // in words that say which side to change (version.hpp).
+  const fakegpu_info info = dev.info();
+  if (const auto mismatch = driver_mismatch(info.abi_version, info.driver_version))
+    throw Error(*mismatch, EPROTO);
+  return dev;
 }
 
 Device Device::open_index(unsigned index, const std::string& dev_dir) {

@@ -1,5 +1,6 @@
 #include "gpucheck/host_facts.hpp"
 
+#include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
 #include <sys/stat.h>
@@ -17,6 +18,7 @@
 #include "base/error.hpp"
 #include "base/strings.hpp"
 #include "cgroup/cgroup.hpp"
+#include "gpu/version.hpp"
 #include "gpupolicy/gpu_policy.h"
 #include "gpupolicy/gpu_policy_load.h"
 #include "mount/devices.hpp"
@@ -243,6 +245,35 @@ std::vector<gid_t> status_groups(pid_t pid) {
   return groups;
 }
 
+// The libfakegpu.so.1 the container's loader would find first: its init's
+// LD_LIBRARY_PATH, then the standard directories (ld.so.conf's on Debian), and the
+// version in the file's marker (src/gpu/version.hpp).
+void find_container_library(ContainerFact& c, const std::string& proc) {
+  const std::string root = proc + "/root";
+  if (::access((root + "/").c_str(), X_OK) != 0) {
+    c.library_readable = false;
+    return;
+  }
+  std::vector<std::string> dirs;
+  if (auto environ = sys::read_file(proc + "/environ")) {
+    for (const auto& entry : split(*environ, '\0'))
+      if (starts_with(entry, "LD_LIBRARY_PATH="))
+        for (const auto& d : split(entry.substr(16), ':'))
+          if (!d.empty()) dirs.push_back(d);
+  }
+  for (const char* d :
+       {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib", "/usr/lib", "/usr/local/lib"})
+    dirs.push_back(d);
+  for (const auto& d : dirs) {
+    const std::string path = d + "/libfakegpu.so.1";
+    auto bytes = sys::read_file(root + path);
+    if (!bytes) continue;
+    c.library = path;
+    c.library_version = fakegpu::version_from_marker(*bytes);
+    return;
+  }
+}
+
 ContainerFact inspect_container(const std::string& name, const std::string& state_root,
                                 const std::vector<NodeFact>& host_nodes) {
   ContainerFact c;
@@ -303,7 +334,31 @@ ContainerFact inspect_container(const std::string& name, const std::string& stat
   c.groups = status_groups(c.pid);
   c.libs_injected = sys::exists(root + "/opt/fakegpu/lib/libfakegpu.so.1") ||
                     mount_points.count("/opt/fakegpu/lib/libfakegpu.so.1") > 0;
+  find_container_library(c, proc);
   return c;
+}
+
+// The kernel log through /dev/kmsg (all records, without waiting): EPERM under
+// kernel.dmesg_restrict for all but root.
+void read_kernel_log_xids(DoctorFacts& f) {
+  const int fd = ::open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    f.kernel_log_readable = false;
+    return;
+  }
+  std::string log;
+  char rec[8192];
+  for (;;) {
+    const ssize_t n = ::read(fd, rec, sizeof rec);
+    if (n < 0 && errno == EPIPE) continue;  // overwritten records: go on
+    if (n <= 0) break;
+    std::string r(rec, static_cast<std::size_t>(n));
+    const auto semi = r.find(';');  // "prio,seq,time,flags;message\n"
+    log += semi == std::string::npos ? r : r.substr(semi + 1);
+    if (log.back() != '\n') log += '\n';
+  }
+  ::close(fd);
+  f.xids = parse_xid_events(log);
 }
 
 }  // namespace
@@ -331,6 +386,9 @@ DoctorFacts gather_doctor_facts(const std::string& container, const std::string&
   f.add_subids_command = userns::add_subids_command(user.name);
   f.subgid = !userns::read_subid_file("/etc/subgid", user.name, user.uid).empty();
   f.newuidmap = !sys::find_program("newuidmap").empty() && !sys::find_program("newgidmap").empty();
+  if (auto v = sys::read_file("/sys/module/fakegpu/version"))
+    f.driver_version = fakegpu::parse_version(std::string(trim(*v)));
+  read_kernel_log_xids(f);
   if (!container.empty()) f.container = inspect_container(container, state_root, f.nodes);
   return f;
 }

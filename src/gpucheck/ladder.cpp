@@ -4,6 +4,9 @@
 #include <cstdio>
 #include <sstream>
 
+#include "gpu/version.hpp"
+#include "gpu/xid.hpp"
+
 namespace mrun::gpucheck {
 
 namespace {
@@ -171,6 +174,36 @@ Rung subids_rung(const DoctorFacts& f) {
   return r;
 }
 
+// Xid events since the module was loaded: each named, with what it means and the fix.
+Rung xid_rung(const DoctorFacts& f) {
+  Rung r{doctor_exit::xid, "no Xid events in the kernel log"};
+  if (!f.kernel_log_readable) {
+    r.ok = true;
+    r.detail =
+        "the kernel log is not readable (kernel.dmesg_restrict): run the doctor as root "
+        "to see Xid events";
+    return r;
+  }
+  if (f.xids.empty()) {
+    r.ok = true;
+    r.detail = "none since fakegpu was loaded";
+    return r;
+  }
+  r.name = std::to_string(f.xids.size()) + " Xid event" + (f.xids.size() > 1 ? "s" : "") +
+           " since fakegpu was loaded";
+  std::string detail;
+  for (const auto& e : f.xids) {
+    if (!detail.empty()) detail += "\n     ";
+    detail += fakegpu::xid_label(e.xid) + ", pid " + std::to_string(e.pid) + " (" + e.comm +
+              "), ctx " + std::to_string(e.ctx) + ": " + e.text;
+    if (const auto* x = fakegpu::find_xid(e.xid))
+      detail +=
+          "\n       means: " + std::string(x->meaning) + "\n       fix: " + std::string(x->fix);
+  }
+  r.detail = detail;
+  return r;
+}
+
 std::vector<Rung> container_rungs(const ContainerFact& c, const DoctorFacts& f) {
   std::vector<Rung> rungs;
   Rung running{doctor_exit::container_running, "container " + c.name + " running"};
@@ -239,12 +272,40 @@ std::vector<Rung> container_rungs(const ContainerFact& c, const DoctorFacts& f) 
   rungs.push_back(filter);
   if (!filter.ok) return rungs;
 
-  Rung libs{doctor_exit::libs, "user-space libraries injected"};
-  libs.ok = c.libs_injected;
-  libs.detail = c.libs_injected ? "/opt/fakegpu/lib/libfakegpu.so.1"
-                                : "no /opt/fakegpu/lib/libfakegpu.so.1: run it with --gpu (it "
-                                  "binds the host's libfakegpu read-only)";
+  // What its loader would load, not only whether --gpu injected something: an image's
+  // own copy earlier on LD_LIBRARY_PATH wins over the injected one.
+  Rung libs{doctor_exit::libs, "user-space library found"};
+  const std::string injected = "/opt/fakegpu/lib/libfakegpu.so.1";
+  libs.ok = !c.library.empty() || (!c.library_readable && c.libs_injected);
+  if (!c.library.empty())
+    libs.detail = c.library + (c.library == injected ? " (the host's, injected by --gpu)"
+                                                     : " (the image's own copy, not the host's)");
+  else if (libs.ok)
+    libs.detail = injected +
+                  " (injected; its root is not readable here: run the doctor as root "
+                  "to check which copy its loader finds)";
+  else
+    libs.detail =
+        "no libfakegpu.so.1 on its LD_LIBRARY_PATH or in the standard directories: run "
+        "it with --gpu (it binds the host's libfakegpu read-only)";
   rungs.push_back(libs);
+  if (!libs.ok || c.library.empty()) return rungs;
+
+  Rung version{doctor_exit::library_version, "its libfakegpu serves the host's driver"};
+  const std::uint32_t lib = c.library_version.value_or(1u << 16);
+  const std::uint32_t drv = f.driver_version.value_or(1u << 16);
+  version.ok = lib <= drv;
+  const std::string versions = "libfakegpu " + fakegpu::version_string(lib) + " (" + c.library +
+                               "), driver " + fakegpu::version_string(drv);
+  if (version.ok)
+    version.detail = versions;
+  else
+    version.detail = "driver version is insufficient for library version: " + versions +
+                     ": the library needs a driver >= " + fakegpu::version_string(lib) +
+                     ". Use the host's library - run it with --gpu, which puts /opt/fakegpu/lib "
+                     "first on LD_LIBRARY_PATH (and drop the image's copy, or its "
+                     "LD_LIBRARY_PATH entry) - or upgrade the host's driver";
+  rungs.push_back(version);
   return rungs;
 }
 
@@ -252,7 +313,7 @@ std::vector<Rung> container_rungs(const ContainerFact& c, const DoctorFacts& f) 
 
 std::vector<Rung> climb(const DoctorFacts& facts) {
   std::vector<Rung> rungs;
-  for (auto rung : {module_rung, nodes_rung, access_rung, helper_rung, subids_rung}) {
+  for (auto rung : {module_rung, nodes_rung, access_rung, helper_rung, subids_rung, xid_rung}) {
     rungs.push_back(rung(facts));
     if (!rungs.back().ok) return rungs;
   }
@@ -260,6 +321,36 @@ std::vector<Rung> climb(const DoctorFacts& facts) {
     for (auto& r : container_rungs(*facts.container, facts)) rungs.push_back(r);
   }
   return rungs;
+}
+
+std::vector<XidEvent> parse_xid_events(const std::string& log) {
+  std::vector<XidEvent> events;
+  std::istringstream in(log);
+  std::string line;
+  while (std::getline(in, line)) {
+    // A load ("fakegpu: 2 devices, major ...") starts a new module's history.
+    if (line.find("fakegpu: ") != std::string::npos &&
+        line.find(" devices, major ") != std::string::npos) {
+      events.clear();
+      continue;
+    }
+    const auto at = line.find("fakegpu: Xid ");
+    if (at == std::string::npos) continue;
+    XidEvent e;
+    int pid = 0;
+    char comm[64] = "";
+    int used = 0;
+    const std::string rest = line.substr(at + 13);
+    if (std::sscanf(rest.c_str(), "%u, pid %d (%63[^)]), ctx %u: %n", &e.xid, &pid, comm, &e.ctx,
+                    &used) < 4 ||
+        used == 0)
+      continue;
+    e.pid = pid;
+    e.comm = comm;
+    e.text = rest.substr(static_cast<std::size_t>(used));
+    events.push_back(std::move(e));
+  }
+  return events;
 }
 
 int doctor_status(const std::vector<Rung>& rungs) {

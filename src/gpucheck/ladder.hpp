@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,6 +50,21 @@ struct ContainerFact {
   uid_t node_uid = 0;
   std::string device_filter;   // the state's field ("bpf", "helper", "none: ...")
   bool libs_injected = false;  // /opt/fakegpu/lib/libfakegpu.so.1 in it
+  // The libfakegpu.so.1 its dynamic loader finds first (its init's LD_LIBRARY_PATH,
+  // then the standard directories), as a path inside it; empty: none found.
+  std::string library;
+  bool library_readable = true;  // false: /proc/PID/root was not ours to read
+  // From the library's version marker; nothing: a library without one (1.0).
+  std::optional<std::uint32_t> library_version;
+};
+
+// One Xid line of the kernel log (fakegpu(4), XID EVENTS).
+struct XidEvent {
+  unsigned xid = 0;
+  pid_t pid = 0;
+  std::string comm;
+  unsigned ctx = 0;
+  std::string text;  // "fakegpu0: MMU fault: ..."
 };
 
 struct DoctorFacts {
@@ -64,8 +80,17 @@ struct DoctorFacts {
   // The fix for missing ranges, with a block free in both files (userns/subid.hpp).
   std::string add_subids_command;
   bool newuidmap = false;
+  // /sys/module/fakegpu/version; nothing: a driver before 1.1 (or none loaded).
+  std::optional<std::uint32_t> driver_version;
+  // Xid events in the kernel log since the module was last loaded.
+  bool kernel_log_readable = true;
+  std::vector<XidEvent> xids;
   std::optional<ContainerFact> container;
 };
+
+// The Xid events in kernel-log text (one message per line, /dev/kmsg's or dmesg's),
+// those after the last load of fakegpu only.
+std::vector<XidEvent> parse_xid_events(const std::string& log);
 
 struct Rung {
   int exit_status;  // doctor's exit status when this rung fails
@@ -81,11 +106,13 @@ inline constexpr int nodes = 11;
 inline constexpr int access = 12;
 inline constexpr int helper = 13;
 inline constexpr int subids = 14;
+inline constexpr int xid = 15;
 inline constexpr int container_running = 20;
 inline constexpr int node_visible = 21;
 inline constexpr int groups_kept = 22;
 inline constexpr int device_filter = 23;
 inline constexpr int libs = 24;
+inline constexpr int library_version = 25;
 }  // namespace doctor_exit
 
 // The rungs up to and including the first that fails.

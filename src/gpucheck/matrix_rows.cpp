@@ -259,6 +259,33 @@ std::vector<RowSpec> matrix_rows(const MatrixPaths& p) {
   r12.fix = make_run(Mode::rootful, base() + Args{"--gpu", p.rootfs, injected_static} + data_checks,
                      passed, "", {M}, "rootful");
   rows.push_back(r12);
+
+  // Version skew (fakegpu(4), VERSIONS): the image's own copy of the library, found
+  // first on its LD_LIBRARY_PATH, was built for a newer driver than the host runs.
+  RowSpec r13;
+  r13.id = 13;
+  r13.configuration = "the image brings its own libfakegpu, built for a newer driver (1.2.0)";
+  r13.breaks =
+      "the image's library is loaded, not the host's, and refuses the older driver: \"driver "
+      "version is insufficient for library version\" (requirement 2: the host's user-space "
+      "driver)";
+  r13.fixes =
+      "--gpu puts the host's libfakegpu first on LD_LIBRARY_PATH; a library serves "
+      "drivers of its release and newer";
+  const Args image_lib = {"-e", "LD_LIBRARY_PATH=/image/lib", "-v",
+                          p.skew_library + ":/image/lib/libfakegpu.so.1:ro"};
+  const std::vector<Need> skew = {M, Need::skew_library};
+  r13.run = make_run(Mode::rootful,
+                     base() +
+                         Args{"--device", "/dev/fakegpu0", "--device", "/dev/fakegpuctl", "-v",
+                              p.client_dynamic + ":/fakegpu-client:ro"} +
+                         image_lib + host_libc() + Args{p.rootfs, "/fakegpu-client"},
+                     "open", "EPROTO", skew);
+  r13.fix =
+      make_run(Mode::rootful,
+               base() + Args{"--gpu"} + image_lib + host_libc() + Args{p.rootfs, "fakegpu-client"},
+               passed, "", skew, "--gpu");
+  rows.push_back(r13);
   return rows;
 }
 
@@ -287,6 +314,11 @@ std::optional<std::string> missing_precondition(const std::vector<Need>& needs,
         break;
       case Need::helper:
         if (!f.helper) return f.helper_problem;
+        break;
+      case Need::skew_library:
+        if (!f.skew_library)
+          return "no fakegpu-skew/libfakegpu.so.1 next to libfakegpu (meson compile builds it "
+                 "in src/gpu/fakegpu-skew)";
         break;
       case Need::delegated_cgroup:
         if (!f.delegated_cgroup)

@@ -21,6 +21,7 @@ enum class Need {
   user_in_group,     // the rootless user is a member of group fakegpu
   helper,            // mrun-gpu-helper installed setuid root, policy allowing the user
   delegated_cgroup,  // the rootless user's mrun runs in a cgroup delegated to it
+  skew_library,      // the libfakegpu built for a newer driver (src/gpu/fakegpu-skew)
 };
 
 // Owner and mode the host nodes get for a row (restored at the end).
@@ -53,6 +54,7 @@ struct MatrixPaths {
   std::string client_static;   // fakegpu-client-static
   std::string client_dynamic;  // fakegpu-client, alone in its directory (no libfakegpu)
   unsigned major = 0;          // fakegpu's character major (row 6's mknod)
+  std::string skew_library;    // libfakegpu.so.1 built for driver 1.2 (row 13)
 };
 
 // The value MRUN_GPU_HELPER gets for a run that must not use the helper.
@@ -69,6 +71,7 @@ struct HostFacts {
   bool helper = false;
   std::string helper_problem;  // why not, with its fix
   bool delegated_cgroup = false;
+  bool skew_library = false;
   std::string user;
 };
 std::optional<std::string> missing_precondition(const std::vector<Need>& needs,

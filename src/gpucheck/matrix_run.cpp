@@ -134,6 +134,16 @@ Work prepare_work(const std::string& dir, const UserInfo& user, std::optional<un
     copy_file(userspace.libraries[i], w.gpu_dir + "/" + userspace.library_names[i], 0644);
   for (const auto& program : userspace.programs)
     copy_file(program, w.gpu_dir + "/" + base_name(program), 0755);
+  // Row 13's library built for a newer driver, beside the host's (fakegpu-skew/).
+  if (!userspace.libraries.empty()) {
+    const std::string& lib = userspace.libraries[0];
+    const std::string skew = lib.substr(0, lib.rfind('/')) + "/fakegpu-skew/libfakegpu.so.1";
+    if (sys::exists(skew)) {
+      sys::make_dirs(w.gpu_dir + "/skew", 0755);
+      w.paths.skew_library = w.gpu_dir + "/skew/libfakegpu.so.1";
+      copy_file(skew, w.paths.skew_library, 0644);
+    }
+  }
   w.paths.client_static = w.gpu_dir + "/fakegpu-client-static";
   if (!sys::exists(w.paths.client_static))
     throw Error("fakegpu-client-static is not installed next to libfakegpu", 0,
@@ -291,6 +301,7 @@ MatrixReport run_matrix(const MatrixOptions& options) {
   });
 
   Work work = prepare_work(dir, user, major);
+  facts.skew_library = !work.paths.skew_library.empty();
   for (const auto& spec : matrix_rows(work.paths)) {
     if (interrupted) throw Error("interrupted", 0, "the nodes were restored");
     RowResult row;

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 
+#include "gpu/version.hpp"
 #include "gpucheck/ladder.hpp"
 #include "gpucheck/matrix_report.hpp"
 #include "gpucheck/matrix_rows.hpp"
@@ -87,9 +88,9 @@ bool has(const std::vector<std::string>& args, const std::string& word) {
 }
 }  // namespace
 
-TEST_CASE("matrix rows: the issue's twelve, each a run of mrun run") {
+TEST_CASE("matrix rows: the issue's twelve and version skew, each a run of mrun run") {
   auto rows = matrix_rows(paths());
-  REQUIRE(rows.size() == 12);
+  REQUIRE(rows.size() == 13);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     CAPTURE(i);
     CHECK(rows[i].id == static_cast<int>(i) + 1);
@@ -250,7 +251,7 @@ std::string fix_of(const DoctorFacts& f) {
 
 TEST_CASE("doctor: a healthy host passes every rung") {
   auto rungs = climb(healthy_user());
-  CHECK(rungs.size() == 5);
+  CHECK(rungs.size() == 6);
   CHECK(doctor_status(rungs) == 0);
   CHECK(render_rungs(rungs).find("ok   fakegpu module loaded: character major 240") !=
         std::string::npos);
@@ -327,9 +328,12 @@ TEST_CASE("doctor: the rungs inside a container") {
   c.node_mode = 0660;
   c.device_filter = "helper";
   c.libs_injected = true;
+  c.library = "/opt/fakegpu/lib/libfakegpu.so.1";
+  c.library_version = 0x010100;
+  f.driver_version = 0x010100;
   f.container = c;
   CHECK(failing(f) == 0);
-  CHECK(climb(f).size() == 10);
+  CHECK(climb(f).size() == 12);
 
   auto g = f;
   g.container->running = false;
@@ -359,6 +363,73 @@ TEST_CASE("doctor: the rungs inside a container") {
   CHECK(fix_of(g).find("restart it without --device-filter=off") != std::string::npos);
   g = f;
   g.container->libs_injected = false;
+  g.container->library.clear();
   CHECK(failing(g) == doctor_exit::libs);
-  CHECK(fix_of(g).find("/opt/fakegpu") != std::string::npos);
+  CHECK(fix_of(g).find("run it with --gpu") != std::string::npos);
+}
+
+TEST_CASE("doctor: the library the container loads must serve the host's driver") {
+  auto f = healthy_user();
+  ContainerFact c;
+  c.name = "skew";
+  c.running = true;
+  c.rootless = false;
+  c.nodes_visible = {"/dev/fakegpu0", "/dev/fakegpuctl"};
+  c.device_filter = "bpf";
+  c.library = "/image/lib/libfakegpu.so.1";  // the image's own, first on LD_LIBRARY_PATH
+  c.library_version = 0x010200;
+  f.driver_version = 0x010100;
+  f.container = c;
+  CHECK(failing(f) == doctor_exit::library_version);
+  CHECK(fix_of(f).find("driver version is insufficient for library version: libfakegpu 1.2.0 "
+                       "(/image/lib/libfakegpu.so.1), driver 1.1.0") != std::string::npos);
+  CHECK(fix_of(f).find("--gpu") != std::string::npos);
+  f.container->library_version = 0x010000;  // older: a newer driver serves it
+  CHECK(failing(f) == 0);
+  f.container->library_version.reset();  // no marker: a 1.0 library
+  CHECK(failing(f) == 0);
+  f.driver_version.reset();  // a 1.0 driver: same release
+  CHECK(failing(f) == 0);
+  f.container->library_version = 0x010100;
+  CHECK(failing(f) == doctor_exit::library_version);
+}
+
+TEST_CASE("doctor: recent Xid events are named with their meaning and fix") {
+  auto f = healthy_user();
+  f.xids = parse_xid_events(
+      "fakegpu: 2 devices, major 240, abi 1, driver 1.1.0\n"
+      "fakegpu: Xid 79, pid 9 (old), ctx 0: fakegpu0: before the reload\n"
+      "fakegpu: 2 devices, major 240, abi 1, driver 1.1.0\n"
+      "other: noise\n"
+      "fakegpu: Xid 31, pid 148 (train), ctx 16: fakegpu0: MMU fault: the job at fence 1\n"
+      "fakegpu: Xid 79, pid 149 (sh), ctx 0: fakegpu1: GPU has fallen off the bus\n");
+  REQUIRE(f.xids.size() == 2);
+  CHECK(f.xids[0].xid == 31);
+  CHECK(f.xids[0].pid == 148);
+  CHECK(f.xids[0].comm == "train");
+  CHECK(f.xids[0].ctx == 16);
+  CHECK(f.xids[0].text == "fakegpu0: MMU fault: the job at fence 1");
+  CHECK(failing(f) == doctor_exit::xid);
+  const auto fix = fix_of(f);
+  CHECK(fix.find("Xid 31 (MMU fault), pid 148 (train), ctx 16") != std::string::npos);
+  CHECK(fix.find("use after free") != std::string::npos);
+  CHECK(fix.find("Xid 79 (GPU has fallen off the bus)") != std::string::npos);
+  CHECK(fix.find("reset the device as root") != std::string::npos);
+  f.kernel_log_readable = false;
+  f.xids.clear();
+  CHECK(failing(f) == 0);
+  CHECK(climb(f).back().detail.find("dmesg_restrict") != std::string::npos);
+}
+
+TEST_CASE("the version marker of a library file is found among other strings") {
+  std::string file = std::string("junk FAKEGPU_LIBRARY_VERSION=\0more", 34) +
+                     "FAKEGPU_LIBRARY_VERSION=1.2.0 ABI=1" + std::string("\0tail", 5);
+  CHECK(fakegpu::version_from_marker(file) == 0x010200u);
+  CHECK(!fakegpu::version_from_marker("FAKEGPU_LIBRARY_VERSION= nothing").has_value());
+  CHECK(fakegpu::version_string(0x010200) == "1.2.0");
+  CHECK(fakegpu::version_string(0) == "1.0.0");
+  CHECK(!fakegpu::driver_mismatch(1, fakegpu::library_version()).has_value());
+  CHECK(fakegpu::driver_mismatch(1, fakegpu::library_version() - 0x100)
+            ->find("driver version is insufficient for library version: driver ") == 0);
+  CHECK(fakegpu::driver_mismatch(2, 0x010100)->find("driver ABI 2") == 0);
 }

@@ -75,6 +75,9 @@ mkdir -m 0755 -p "$stage"/bin "$stage"/gpu "$stage"/sbin
 install -d -m 0755 -o "$user" "$stage"/home
 cp "$mrun" "$stage"/bin/
 cp -P "$gpu_dir"/libfakegpu.so* "$gpu_dir"/fakegpu-client "$gpu_dir"/fakegpu-client-static "$stage"/gpu/
+# Row 13's libfakegpu built for a newer driver (src/gpu/fakegpu-skew).
+mkdir -p "$stage"/gpu/fakegpu-skew &&
+    cp -P "$gpu_dir"/fakegpu-skew/libfakegpu.so.1 "$gpu_dir"/fakegpu-skew/libfakegpu.so.1.0.0 "$stage"/gpu/fakegpu-skew/
 chmod -R a+rX "$stage"
 install -m 4755 -o root -g root "$helper" "$H"
 lsmod | grep -qw fakegpu && rmmod fakegpu
@@ -98,6 +101,8 @@ fi
 export MRUN_FAKEGPU_LIBDIR=$stage/gpu MRUN_GPU_HELPER=$H
 
 if [[ -n $markdown ]]; then
+    # The evidence for docs/GPU-IN-CONTAINER.md: what cgroup v2 offers on this kernel.
+    cat /sys/fs/cgroup/cgroup.controllers >"$(dirname "$markdown")/controllers.txt"
     as_root_delegated "$M" gpu matrix --rootless-user "$user" --output "$markdown"
     rc=$?
     if ((rc == 0)); then ok "mrun gpu matrix wrote $markdown"; else not_ok "mrun gpu matrix wrote $markdown" "exit $rc"; fi
@@ -131,6 +136,7 @@ expected='
 10 BPF_PROG_LOAD EPERM      open EPERM
 11 reset EPERM              passed -
 12 passed -                 passed -
+13 open EPROTO              passed -
 '
 while read -r id step err fstep ferr; do
     [[ -n $id ]] || continue
@@ -163,7 +169,7 @@ expect_exit "doctor, healthy (as $user): every rung ok" 0 'ok   subordinate ids'
 
 as "$user" "$M" run -d --name doc-ok --network none --gpu --keep-groups "$R" sleep 60 >/dev/null 2>&1
 expect_exit "doctor --container, healthy: node, groups, filter, libraries ok" 0 \
-    'ok   user-space libraries injected' as "$user" "$M" gpu doctor --container doc-ok
+    'ok   user-space library found: /opt/fakegpu/lib/libfakegpu.so.1 ' as "$user" "$M" gpu doctor --container doc-ok
 as "$user" "$M" kill doc-ok KILL >/dev/null 2>&1; as "$user" "$M" delete --force doc-ok >/dev/null 2>&1
 
 as "$user" env MRUN_GPU_HELPER=/nonexistent "$M" run -d --name doc-groups --network none --gpu \
@@ -182,6 +188,22 @@ as "$user" "$M" kill doc-filter KILL >/dev/null 2>&1; as "$user" "$M" delete --f
 expect_exit "doctor --container, rootful without --gpu: rung 24, libraries" 24 'fix: .*run it with --gpu' \
     "$M" gpu doctor --container doc-libs
 "$M" kill doc-libs KILL >/dev/null 2>&1; "$M" delete --force doc-libs >/dev/null 2>&1
+
+# Version skew: the image's own libfakegpu, built for driver 1.2, first on its
+# LD_LIBRARY_PATH; the doctor reads the version marker in the file it would load.
+skew_lib=$(readlink -f "$stage"/gpu/fakegpu-skew/libfakegpu.so.1)
+image_lib=(-e LD_LIBRARY_PATH=/image/lib -v "$skew_lib:/image/lib/libfakegpu.so.1:ro")
+"$M" run -d --name doc-skew --network none --device /dev/fakegpu0 --device /dev/fakegpuctl "${image_lib[@]}" \
+    "$R" sleep 60 >/dev/null 2>&1
+expect_exit "doctor --container, the image's own library for a newer driver: rung 25, the skew and the fix" 25 \
+    'driver version is insufficient for library version: libfakegpu 1.2.0 \(/image/lib/libfakegpu.so.1\), driver 1.1.0.*run it with --gpu' \
+    "$M" gpu doctor --container doc-skew
+"$M" kill doc-skew KILL >/dev/null 2>&1; "$M" delete --force doc-skew >/dev/null 2>&1
+"$M" run -d --name doc-skew-gpu --network none --gpu "${image_lib[@]}" "$R" sleep 60 >/dev/null 2>&1
+expect_exit "doctor --container, the same image with --gpu: the host's library first, rung 25 ok" 0 \
+    'ok   its libfakegpu serves the host.s driver: libfakegpu 1.1.0 \(/opt/fakegpu/lib/libfakegpu.so.1\), driver 1.1.0' \
+    "$M" gpu doctor --container doc-skew-gpu
+"$M" kill doc-skew-gpu KILL >/dev/null 2>&1; "$M" delete --force doc-skew-gpu >/dev/null 2>&1
 
 expect_exit "doctor, no container of that name: 125" 125 'container does not exist' "$M" gpu doctor --container nope
 
@@ -220,6 +242,13 @@ expect_exit "doctor, user without subordinate ids: rung 14" 14 "fix: no /etc/sub
 mv /dev/fakegpuctl /dev/fakegpuctl.away
 expect_exit "doctor, node missing: rung 11" 11 'fix: /dev/fakegpuctl is missing' as "$user" "$M" gpu doctor
 mv /dev/fakegpuctl.away /dev/fakegpuctl
+
+# Xid events: the doctor (root reads the kernel log) names each, its meaning and fix.
+echo "1 79" >/sys/kernel/debug/fakegpu/inject
+expect_exit "doctor after an injected Xid 79: rung 15 names it: pid, context, device" 15 \
+    'fix: Xid 79 \(GPU has fallen off the bus\), pid [0-9]+ \([^)]*\), ctx 0: fakegpu1: ' "$M" gpu doctor
+expect_exit "doctor after an injected Xid 79: what it means and the fix" 15 \
+    '^ +fix: reset the device as root' "$M" gpu doctor
 
 check "rmmod fakegpu" rmmod fakegpu
 rm -f /dev/fakegpu*  # devtmpfs removes them; a leftover would make the next rung lie
