@@ -23,15 +23,20 @@ ko=$("$repo/kmod/build.sh" "$build/kmod" | tail -n 1)
     --helper "$build/helpers/mrun-gpu-helper" --gpu-dir "$build/src/gpu" \
     --markdown /mnt/out/matrix.md >&2
 [[ -s $out/matrix.md ]] || { echo "gen-gpu-doc: the VM wrote no matrix ($out)" >&2; exit 1; }
+[[ -s $out/controllers.txt ]] || { echo "gen-gpu-doc: the VM wrote no cgroup controllers ($out)" >&2; exit 1; }
 
 template=$repo/docs/GPU-IN-CONTAINER.md.in
 doc=$repo/docs/GPU-IN-CONTAINER.md
-python3 - "$template" "$out/matrix.md" "$doc" <<'PY'
+python3 - "$template" "$out/matrix.md" "$out/controllers.txt" "$out/kernel-version" "$doc" <<'PY'
 import sys
-template, matrix, doc = sys.argv[1:]
+template, matrix, controllers, kernel, doc = sys.argv[1:]
 text = open(template, encoding="utf-8").read()
 table = open(matrix, encoding="utf-8").read().strip()
-assert "@MATRIX@" in text, "the template has no @MATRIX@ line"
-open(doc, "w", encoding="utf-8").write(text.replace("@MATRIX@", table))
+for mark in ("@MATRIX@", "@CONTROLLERS@", "@KERNEL@"):
+    assert mark in text, "the template has no " + mark
+text = text.replace("@MATRIX@", table)
+text = text.replace("@CONTROLLERS@", open(controllers, encoding="utf-8").read().strip())
+text = text.replace("@KERNEL@", open(kernel, encoding="utf-8").read().strip())
+open(doc, "w", encoding="utf-8").write(text)
 PY
 echo "gen-gpu-doc: wrote $doc" >&2
