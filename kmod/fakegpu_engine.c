@@ -587,10 +587,13 @@ static int fakegpu_fence_sleep(struct fakegpu_ctx *ctx, u64 fence, ktime_t *dead
 	w.entry.func = fakegpu_fence_wake;
 	for (;;) {
 		prepare_to_wait(&ctx->fence_wq, &w.entry, TASK_INTERRUPTIBLE);
-		if (fakegpu_fence_done(ctx, fence))
-			break;
+		/*
+		 * The fault first: on a lost device the engine completes the
+		 * job with -ENODEV right after the wake-up, and the waiter
+		 * must still learn that the device is gone.
+		 */
 		ret = fakegpu_ctx_health(ctx);
-		if (ret)
+		if (ret || fakegpu_fence_done(ctx, fence))
 			break;
 		if (signal_pending(current)) {
 			ret = -ERESTARTSYS;

@@ -54,8 +54,12 @@ void Ring::push(const fakegpu_job& j) {
     // Full, and everything in it is flushed: wait until the oldest batch has been
     // consumed. The driver advances head before it completes an entry's fence, so
     // once the batch's last fence completes, its slots are free.
-    if (batches_.empty())
+    if (batches_.empty()) {
+      // flush() found every batch complete: the engine consumed them all since the
+      // full ring was seen, so there is room now - unless the driver is broken.
+      if (try_push(j)) return;
       throw Error("ring of " + ctx_->path() + ": full with nothing in flight", EPROTO);
+    }
     const Batch oldest = batches_.front();
     batches_.pop_front();
     ctx_->wait(ring::fence_of(oldest.start, oldest.first_fence, oldest.start + oldest.count - 1),

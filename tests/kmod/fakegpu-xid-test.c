@@ -321,12 +321,29 @@ static void test_off_bus(void) {
 
   kt_expect("off-bus: poison a context first (inject 48 for it)",
             inject(minor, 48, info_of(poisoned).ctx_id), 0);
-  /* Three quarters of the timeout: long enough to be asleep in WAIT, not a hang. */
+  /*
+   * Most of the timeout: long enough to be asleep in WAIT, not a hang.  The child
+   * injects once the parent is blocked in an ioctl (/proc/PID/syscall starts with
+   * __NR_ioctl, 16), so a loaded host cannot make it inject after the job is done.
+   */
   kt_expect("off-bus: a long DELAY runs",
-            submit(n, job_of(FAKEGPU_OP_DELAY, 0, (uint64_t)timeout_ms * 750000), &fence), 0);
+            submit(n, job_of(FAKEGPU_OP_DELAY, 0, (uint64_t)timeout_ms * 900000), &fence), 0);
   child = fork();
   if (child == 0) {
-    usleep(200 * 1000);
+    char path[64], sc[128];
+    int i, w;
+    ssize_t got;
+
+    snprintf(path, sizeof(path), "/proc/%d/syscall", (int)getppid());
+    for (i = 0; i < 1000; i++) {
+      w = open(path, O_RDONLY | O_CLOEXEC);
+      got = w >= 0 ? read(w, sc, sizeof(sc) - 1) : -1;
+      if (w >= 0) close(w);
+      sc[got > 0 ? got : 0] = '\0';
+      if (!strncmp(sc, "16 ", 3)) break;
+      usleep(2 * 1000);
+    }
+    usleep(20 * 1000); /* from the syscall's entry to its sleep */
     _exit(inject(minor, 79, 0) ? 1 : 0);
   }
   kt_expect("off-bus: a WAIT asleep when the device is lost wakes: ENODEV", wait_fence(n, fence),
