@@ -28,10 +28,14 @@ TEST_TIME_LIMIT = int(os.environ.get("MRUN_IT_TEST_TIMEOUT", "120"))
 def pytest_report_header(config):
     return [f"mrun: {M.MRUN}", f"mrun-probe: {M.PROBE}",
             f"mode: {M.MODE} (uid {M.UID}, user {M.USER}), state dir {M.state_dir()}, "
-            f"data dir {M.data_dir()}"]
+            f"data dir {M.data_dir()}",
+            f"overlay: {M.OVERLAY or 'mrun default'} (MRUN_IT_OVERLAY)"]
 
 
 def pytest_configure(config):
+    if M.OVERLAY is not None and M.OVERLAY not in M.OVERLAY_CHOICES:
+        pytest.exit(f"MRUN_IT_OVERLAY={M.OVERLAY} is not an overlay of `mrun run --overlay`: "
+                    f"use one of {', '.join(M.OVERLAY_CHOICES)}, or unset it", returncode=2)
     for path, what in ((M.MRUN, "mrun"), (M.PROBE, "mrun-probe")):
         if not os.access(path, os.X_OK):
             pytest.exit(f"{what} not found or not executable at {path}: build it first "

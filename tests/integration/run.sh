@@ -8,6 +8,9 @@
 #                     integration-rootless.xml, integration-rootful.xml
 #   MRUN_IT_USER      the unprivileged user (default: mrun-test)
 #   MRUN_IT_MODES     "rootless rootful" (default), or one of them
+#   MRUN_IT_OVERLAY   native or fuse: the overlay of every `mrun run` that names
+#                     none (default: mrun's own choice); tests/vm/integration-suite.sh
+#   MRUN_IT_TEST_TIMEOUT  seconds one test may take (default 120)
 #   extra arguments   passed to pytest (e.g. -k tty, -x)
 #
 # The clone may sit where the unprivileged user cannot enter (/root/...), so
@@ -66,6 +69,11 @@ mkdir -p "$results"
 
 path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 common=(-p no:cacheprovider -q -rfEs --tb=short)
+# The suite's own knobs travel through env -i.
+knobs=()
+for knob in MRUN_IT_OVERLAY MRUN_IT_TEST_TIMEOUT; do
+  [ -n "${!knob:-}" ] && knobs+=("$knob=${!knob}")
+done
 status=0
 
 run_mode() {
@@ -79,14 +87,14 @@ run_mode() {
     # XDG_RUNTIME_DIR is left unset, as in CI: mrun must use /tmp/mrun-<uid>
     # (the suite itself also runs a case with it set).
     (cd "$stage" && runuser -u "$user" -- env -i HOME="$home" PATH="$path" LANG=C.UTF-8 \
-      MRUN="$stage/bin/mrun" MRUN_PROBE="$stage/bin/mrun-probe" MRUN_IT_POLICY_DIR="$stage/policy" \
+      MRUN="$stage/bin/mrun" MRUN_PROBE="$stage/bin/mrun-probe" MRUN_IT_POLICY_DIR="$stage/policy" "${knobs[@]+"${knobs[@]}"}" \
       /usr/bin/python3 -m pytest "${common[@]}" --basetemp="$basetemp/pytest" \
       --junitxml="$out" -o junit_suite_name=integration-rootless "$stage/integration" "$@")
     rc=$?
   else
     install -d -m 0755 "$stage/tmp-$mode"
     (cd "$stage" && env -i HOME=/root PATH="$path" LANG=C.UTF-8 \
-      MRUN="$stage/bin/mrun" MRUN_PROBE="$stage/bin/mrun-probe" MRUN_IT_POLICY_DIR="$stage/policy" \
+      MRUN="$stage/bin/mrun" MRUN_PROBE="$stage/bin/mrun-probe" MRUN_IT_POLICY_DIR="$stage/policy" "${knobs[@]+"${knobs[@]}"}" \
       /usr/bin/python3 -m pytest "${common[@]}" --basetemp="$basetemp/pytest" \
       --junitxml="$out" -o junit_suite_name=integration-rootful "$stage/integration" "$@")
     rc=$?

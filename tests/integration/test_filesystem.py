@@ -50,6 +50,19 @@ def test_overlay_mode_is_the_one_asked_for(mrun, rootfs, name, overlay, fstypes)
         f"--overlay {overlay}: / is {root and root.fstype}, expected {fstypes}\n{r.out}")
 
 
+@pytest.mark.skipif(M.OVERLAY not in ("native", "fuse"),
+                    reason="MRUN_IT_OVERLAY is not native or fuse (tests/vm/integration-suite.sh "
+                    "runs the suite with each)")
+def test_the_suites_overlay_is_the_one_in_use(mrun, rootfs, name):
+    """MRUN_IT_OVERLAY reaches a plain `mrun run` of the suite: the run on the other
+    overlay is not the same run twice."""
+    mounts, r = M.container_mounts(mrun, rootfs, name=name)
+    root = M.mount_at(mounts, "/")
+    want = {"native": ["overlay"], "fuse": ["fuse.fuse-overlayfs", "fuse"]}[M.OVERLAY]
+    assert root is not None and root.fstype in want, (
+        f"MRUN_IT_OVERLAY={M.OVERLAY}: / is {root and root.fstype}, expected {want}\n{r!r}")
+
+
 def test_rm_overlay_is_volatile_and_a_kept_one_is_not(mrun, rootfs, name):
     """--rm: overlayfs need not sync an upper removed at exit (two syncfs at unmount
     stall the exit under I/O load); a kept container's upper is synced as usual."""
