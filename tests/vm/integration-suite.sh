@@ -22,10 +22,11 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=tests/vm/suite-lib.sh
 source "$here/suite-lib.sh"
 [[ ${1:-} == -h || ${1:-} == --help ]] && { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0; }
-SUITE_TIMEOUT=900 suite_init integration "$@"
+# Four pytest runs: about 10 minutes on an idle machine, 36 on a loaded one.
+SUITE_TIMEOUT=2400 suite_init integration "$@"
 
-# The chosen tests (pytest -k, by function name: every parameter of each), about a
-# minute per mode and overlay under TCG; why these: tests/vm/README.md.
+# The chosen tests (pytest -k, by function name: every parameter of each), 27 cases
+# per mode and overlay; why these, and what they cost under TCG: tests/vm/README.md.
 tests=(
     # run: arguments, exit codes, the process, namespaces and ids
     test_command_not_found_is_127

@@ -79,6 +79,16 @@ else
     finish
 fi
 
+# A network interface with a default route, as a user's machine has: pasta refuses
+# to start without one ("No external routable interface for IPv4"), and the guest
+# has only lo. A dummy link will do; no test leaves the guest.
+if modprobe dummy && ip link add mrun-eth0 type dummy && ip addr add 10.0.3.15/24 dev mrun-eth0 &&
+    ip link set mrun-eth0 up && ip route add default via 10.0.3.2 dev mrun-eth0; then
+    ok "a dummy interface with a default route (for pasta)"
+else
+    not_ok "a dummy interface with a default route (for pasta)" "$(ip addr 2>&1)"
+fi
+
 # The OOM killer's report carries a stack dump ("Call Trace"), which run-in-vm.sh
 # rightly takes for kernel trouble: keep it off the console while the expected
 # kills happen, scan the log ourselves at the end, then clear it (as cgroup.sh).
