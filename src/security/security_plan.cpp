@@ -193,7 +193,8 @@ SecurityPlan prepare_security_plan(const SecurityOptions& options, uid_t contain
     }
   }
   log.debug("seccomp: " + origin + ", " + std::to_string(plan.seccomp->rules_added) + " rules, " +
-            std::to_string(plan.seccomp->program.size()) + " BPF instructions");
+            std::to_string(plan.seccomp->program.size()) + " BPF instructions, x32 syscalls " +
+            (target.x32_syscalls ? "filtered" : "left out (ENOSYS, as the kernel)"));
   return plan;
 }
 

@@ -154,9 +154,11 @@ def test_an_x32_syscall_gets_the_kernels_own_answer(mrun, rootfs, name):
     M.assert_rc(r)
     want = "x32=ok" if _host_x32() else "x32 errno=ENOSYS"
     assert r.out.strip() == want, r
-    count = int(re.search(r"(\d+) BPF instructions", r.err).group(1))
-    if not _host_x32():
-        assert count < 1000, f"the x32 part is still compiled in: {count} instructions\n{r.err}"
+    # The program's size no longer tells (the binary-tree layout adds instructions):
+    # the compiler says what it did with the archMap's x32 part.
+    said = re.search(r"BPF instructions, x32 syscalls (filtered|left out)", r.err)
+    assert said, r
+    assert said.group(1) == ("filtered" if _host_x32() else "left out"), r
 
 
 def test_seccomp_unconfined_keeps_caps_and_no_new_privs(mrun, rootfs, name):
