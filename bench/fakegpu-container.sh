@@ -10,13 +10,14 @@
 # same binary bound into a rootless container (--gpu --keep-groups: the nodes and
 # the host's libfakegpu; the host's libc bound read-only). Both pinned to guest CPU 0 with the engine's workqueue (as the fakegpu
 # suite does: under TCG a cross-vCPU wake-up measures QEMU, not the driver). Prints
-# each run and the ratio container/host of the best runs; writes
-# $MRUN_BUILD_DIR/vm-fakegpu-container/result.json. Exits 1 if the ratio is below 0.98.
+# each run and the ratio container/host of the medians (and of the best runs); writes
+# $MRUN_BUILD_DIR/vm-fakegpu-container/result.json. Exits 1 if the medians' ratio is
+# below 0.98.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/.." && pwd)
-jobs=200000 repeat=3 timeout_s=600
+jobs=200000 repeat=9 timeout_s=600
 while (($#)); do
     case $1 in
     --jobs) jobs=$2; shift 2 ;;
@@ -73,13 +74,22 @@ for line in open(runs):
 for where in ("host", "container"):
     if where not in best:
         sys.exit(f"fakegpu-container: no {where} run in {runs}")
+import statistics
 host, cont = max(best["host"]), max(best["container"])
-ratio = cont / host
+# The verdict is the medians' ratio: under TCG one run in ten is far off either way
+# (an idle run saw the host at 1.14M once and 0.64-0.77M otherwise), and best-of
+# ratios follow that one run, not the data path.
+median_host = statistics.median(best["host"])
+median_cont = statistics.median(best["container"])
+ratio = median_cont / median_host
 doc = {"kernel": open(uname).read().strip(), "host_jobs_per_s": best["host"],
        "container_jobs_per_s": best["container"], "best_host": host, "best_container": cont,
+       "best_ratio_container_over_host": round(cont / host, 4),
+       "median_host": median_host, "median_container": median_cont,
        "ratio_container_over_host": round(ratio, 4)}
 json.dump(doc, open(result, "w"), indent=1)
 print(json.dumps(doc, indent=1))
-print(f"ring jobs/s, rootless container / host: {ratio:.3f}", file=sys.stderr)
+print(f"ring jobs/s, rootless container / host (medians of {len(best['host'])} runs each): "
+      f"{ratio:.3f} (best/best {cont / host:.3f})", file=sys.stderr)
 sys.exit(0 if ratio >= 0.98 else 1)
 PY
