@@ -24,12 +24,7 @@ SUITE_TIMEOUT=360 suite_init cgroup "$@"
 ((${#SUITE_ARGS[@]} == 0)) || { echo "cgroup-suite: unknown option ${SUITE_ARGS[0]}" >&2; exit 2; }
 
 # ---------------------------------------------------------------- prerequisites
-command -v qemu-system-x86_64 >/dev/null ||
-    suite_finish "ok 1 - cgroup v2 limits in a VM # SKIP qemu-system-x86_64 is not installed (scripts/install-deps.sh)"
-[[ -x /bin/busybox || -x /usr/bin/busybox ]] ||
-    suite_finish "ok 1 - cgroup v2 limits in a VM # SKIP busybox-static is not installed (scripts/install-deps.sh)"
-compgen -G '/boot/vmlinuz-*-amd64' >/dev/null ||
-    suite_finish "ok 1 - cgroup v2 limits in a VM # SKIP no Debian kernel in /boot (apt-get install linux-image-amd64)"
+suite_require_vm "cgroup v2 limits in a VM"
 mrun=$build/src/mrun hog=$build/tests/probe/hog
 for p in "$mrun" "$hog"; do
     [[ -x $p ]] || suite_finish "not ok 1 - test programs built: missing $p (meson compile -C $build)"

@@ -22,16 +22,8 @@ SUITE_TIMEOUT=600 suite_init containerd "$@"
 ((${#SUITE_ARGS[@]} == 0)) || { echo "containerd-suite: unknown option ${SUITE_ARGS[0]}" >&2; exit 2; }
 
 name="containerd on cgroup v2 in a VM"
-command -v qemu-system-x86_64 >/dev/null ||
-    suite_finish "ok 1 - $name # SKIP qemu-system-x86_64 is not installed (scripts/install-deps.sh)"
-[[ -x /bin/busybox || -x /usr/bin/busybox ]] ||
-    suite_finish "ok 1 - $name # SKIP busybox-static is not installed (scripts/install-deps.sh)"
-compgen -G '/boot/vmlinuz-*-amd64' >/dev/null ||
-    suite_finish "ok 1 - $name # SKIP no Debian kernel in /boot (apt-get install linux-image-amd64)"
-for p in containerd ctr containerd-shim-runc-v2 runc; do
-    command -v "$p" >/dev/null ||
-        suite_finish "ok 1 - $name # SKIP $p is not installed (scripts/install-deps.sh)"
-done
+suite_require_vm "$name"
+suite_require_commands "$name" containerd ctr containerd-shim-runc-v2 runc
 [[ -x $build/src/mrun ]] || suite_finish "not ok 1 - mrun built: missing $build/src/mrun (meson compile -C $build)"
 
 start=$SECONDS

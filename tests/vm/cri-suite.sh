@@ -22,16 +22,8 @@ SUITE_TIMEOUT=900 suite_init cri "$@"
 ((${#SUITE_ARGS[@]} == 0)) || { echo "cri-suite: unknown option ${SUITE_ARGS[0]}" >&2; exit 2; }
 
 name="a CRI pod in a VM"
-command -v qemu-system-x86_64 >/dev/null ||
-    suite_finish "ok 1 - $name # SKIP qemu-system-x86_64 is not installed (scripts/install-deps.sh)"
-[[ -x /bin/busybox || -x /usr/bin/busybox ]] ||
-    suite_finish "ok 1 - $name # SKIP busybox-static is not installed (scripts/install-deps.sh)"
-compgen -G '/boot/vmlinuz-*-amd64' >/dev/null ||
-    suite_finish "ok 1 - $name # SKIP no Debian kernel in /boot (apt-get install linux-image-amd64)"
-for p in containerd ctr containerd-shim-runc-v2 runc; do
-    command -v "$p" >/dev/null ||
-        suite_finish "ok 1 - $name # SKIP $p is not installed (scripts/install-deps.sh)"
-done
+suite_require_vm "$name"
+suite_require_commands "$name" containerd ctr containerd-shim-runc-v2 runc
 [[ -x /usr/lib/cni/bridge && -x /usr/lib/cni/host-local && -x /usr/lib/cni/loopback ]] ||
     suite_finish "ok 1 - $name # SKIP containernetworking-plugins is not installed (scripts/install-deps.sh)"
 /usr/bin/python3 -c 'import grpc, grpc_tools' 2>/dev/null ||

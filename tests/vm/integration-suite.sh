@@ -68,12 +68,7 @@ while (($#)); do
 done
 
 # ---------------------------------------------------------------- prerequisites
-command -v qemu-system-x86_64 >/dev/null ||
-    suite_finish "ok 1 - integration suite in a VM # SKIP qemu-system-x86_64 is not installed (scripts/install-deps.sh)"
-[[ -x /bin/busybox || -x /usr/bin/busybox ]] ||
-    suite_finish "ok 1 - integration suite in a VM # SKIP busybox-static is not installed (scripts/install-deps.sh)"
-compgen -G '/boot/vmlinuz-*-amd64' >/dev/null ||
-    suite_finish "ok 1 - integration suite in a VM # SKIP no Debian kernel in /boot (apt-get install linux-image-amd64)"
+suite_require_vm "integration suite in a VM"
 for p in "$build/src/mrun" "$build/tests/probe/mrun-probe" "$build/tests/probe/hog"; do
     [[ -x $p ]] || suite_finish "not ok 1 - test programs built: missing $p (meson compile -C $build)"
 done

@@ -6,6 +6,10 @@
 #   suite_collect RC FILE    the guest's TAP plus a failed test for a VM-level failure
 #                            (kernel oops or warning: 123, hung: 124, harness: other)
 #   suite_build_module       build fakegpu.ko into $build/kmod; sets ko
+#   suite_require_vm NAME    skip (one TAP line for test NAME, saying why) without
+#                            qemu, busybox-static or a Debian kernel
+#   suite_require_commands NAME CMD...
+#                            skip likewise when a CMD is not installed
 #
 # The final TAP goes to stdout and $out/suite.tap, and, when MRUN_RESULTS_DIR is
 # set, to $MRUN_RESULTS_DIR/vm-NAME.tap (scripts/test.sh adds those up).
@@ -34,6 +38,25 @@ suite_init() {
     rm -rf "$out"
     mkdir -p "$out"
     tap=$out/suite.tap
+}
+
+suite_require_vm() {
+    local name=$1
+    command -v qemu-system-x86_64 >/dev/null ||
+        suite_finish "ok 1 - $name # SKIP qemu-system-x86_64 is not installed (scripts/install-deps.sh)"
+    [[ -x /bin/busybox || -x /usr/bin/busybox ]] ||
+        suite_finish "ok 1 - $name # SKIP busybox-static is not installed (scripts/install-deps.sh)"
+    compgen -G '/boot/vmlinuz-*-amd64' >/dev/null ||
+        suite_finish "ok 1 - $name # SKIP no Debian kernel in /boot (apt-get install linux-image-amd64)"
+}
+
+suite_require_commands() {
+    local name=$1 p
+    shift
+    for p in "$@"; do
+        command -v "$p" >/dev/null ||
+            suite_finish "ok 1 - $name # SKIP $p is not installed (scripts/install-deps.sh)"
+    done
 }
 
 suite_finish() {
