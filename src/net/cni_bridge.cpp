@@ -47,17 +47,22 @@ UniqueFd stdin_with(const std::string& text) {
   return read_end;
 }
 
+// The JSON object a plugin printed (its result, or CNI's error object); a discarded
+// value when it printed none.
+nlohmann::json json_printed(const std::string& output) {
+  auto start = output.find('{');
+  if (start == std::string::npos) return nlohmann::json(nlohmann::json::value_t::discarded);
+  return nlohmann::json::parse(output.substr(start), nullptr, false);
+}
+
 // What a plugin said: its error object's msg and details (CNI's error format), else
 // its last output line.
 std::string plugin_complaint(const std::string& output) {
-  auto start = output.find('{');
-  if (start != std::string::npos) {
-    nlohmann::json said = nlohmann::json::parse(output.substr(start), nullptr, false);
-    if (said.is_object() && said.contains("msg")) {
-      std::string text = said.value("msg", "");
-      std::string details = said.value("details", "");
-      return details.empty() ? text : text + ": " + details;
-    }
+  nlohmann::json said = json_printed(output);
+  if (said.is_object() && said.contains("msg")) {
+    std::string text = said.value("msg", "");
+    std::string details = said.value("details", "");
+    return details.empty() ? text : text + ": " + details;
   }
   std::string trimmed(trim(output));
   auto last = trimmed.rfind('\n');
@@ -264,13 +269,7 @@ std::unique_ptr<BridgeAttachment> BridgeAttachment::attach(const BridgeRequest& 
     write_record(request, list, previous, self->added_);
     PluginRun run = run_plugin("ADD", config, request, request.netns_pin);
     std::string type = config.value("type", "");
-    nlohmann::json result;
-    if (run.status == 0) {
-      auto start = run.output.find('{');
-      if (start != std::string::npos) {
-        result = nlohmann::json::parse(run.output.substr(start), nullptr, false);
-      }
-    }
+    nlohmann::json result = run.status == 0 ? json_printed(run.output) : nlohmann::json();
     if (run.status != 0 || !result.is_object()) {
       throw Error(
           "--network bridge: CNI plugin " + type + " failed: " + plugin_complaint(run.output), 0,
