@@ -6,6 +6,8 @@ set -euo pipefail
 packages=(
   # build
   meson ninja-build g++ pkg-config clang llvm clang-format scdoc git
+  # lld: mrun's hot/cold text layout (meson option hot_layout, src/hot-functions.txt)
+  lld
   # libFuzzer and the sanitizer runtimes of clang 14 (tests/fuzz/, -fsanitize=fuzzer)
   libclang-rt-14-dev
   libcap-dev libseccomp-dev libbpf-dev libcli11-dev catch2 nlohmann-json3-dev
