@@ -6,6 +6,9 @@
 #   suite_collect RC FILE    the guest's TAP plus a failed test for a VM-level failure
 #                            (kernel oops or warning: 123, hung: 124, harness: other)
 #   suite_build_module       build fakegpu.ko into $build/kmod; sets ko
+#   suite_require_gpu_build  that, and mrun, the helper and src/gpu/ built
+#   suite_run_gpu_guest GUEST TAP
+#                            boot GUEST with the fakegpu build, collect TAP
 #   suite_require_vm NAME    skip (one TAP line for test NAME, saying why) without
 #                            qemu, busybox-static or a Debian kernel
 #   suite_require_commands NAME CMD...
@@ -105,16 +108,24 @@ suite_build_module() {
     fi
 }
 
-# suite_run_gpu_guest GUEST_SCRIPT GUEST_TAP: the GPU suites' common run. Builds
-# fakegpu.ko, checks mrun, the helper and src/gpu/ are built, boots the VM with
-# GUEST_SCRIPT --ko --mrun --helper --gpu-dir, and collects GUEST_TAP (never returns).
-suite_run_gpu_guest() {
-    local guest=$1 guest_tap=$2 f rc
+# suite_require_gpu_build: what a guest needs to load and use the fakegpu driver.
+# Builds fakegpu.ko (sets ko) and checks mrun, the helper and src/gpu/ are built; a
+# failed test naming what is missing otherwise (never returns then).
+suite_require_gpu_build() {
+    local f
     suite_build_module
     for f in "$build/src/mrun" "$build/helpers/mrun-gpu-helper" "$build/src/gpu/libfakegpu.so.1" \
         "$build/src/gpu/fakegpu-client" "$build/src/gpu/fakegpu-client-static"; do
         [[ -r $f ]] || suite_finish "not ok 1 - built: $f (meson compile -C $build)"
     done
+}
+
+# suite_run_gpu_guest GUEST_SCRIPT GUEST_TAP: the GPU suites' common run. Builds
+# fakegpu.ko and checks the build (suite_require_gpu_build), boots the VM with
+# GUEST_SCRIPT --ko --mrun --helper --gpu-dir, and collects GUEST_TAP (never returns).
+suite_run_gpu_guest() {
+    local guest=$1 guest_tap=$2 rc
+    suite_require_gpu_build
     "$suite_here/run-in-vm.sh" --timeout "$timeout_s" --mem 2048 --cpus 2 --out "$out" -- \
         "$guest" --ko "$ko" --mrun "$build/src/mrun" \
         --helper "$build/helpers/mrun-gpu-helper" --gpu-dir "$build/src/gpu" >&2
