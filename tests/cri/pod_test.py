@@ -3,6 +3,7 @@
 
     pod_test.py --mrun PATH --pause PATH --tap FILE [--runtimes runc,mrun]
                 [--capture DIR] [--no-resources] [--workdir-base DIR]
+                [--gpu-dir DIR | --gpu-unavailable REASON]
 
 Run as root (tests/vm/guest/cri.sh in the cgroup v2 VM; on this hybrid host by hand).
 Starts the test's own containerd with its CRI plugin (tests/cri/crilib.py) and, for
@@ -25,6 +26,9 @@ stats that are that cgroup's, the log file, and nothing left after removal (proc
 mount, cgroup, runtime state). --no-resources sends no linux.resources (a BestEffort
 pod without the kubelet's cpu shares; what a cgroup v1 host can run with mrun, which
 sets no v1 limits). --capture copies every config.json containerd writes to DIR.
+--gpu-dir (the build's src/gpu, fakegpu.ko loaded with two devices) adds a GPU pod per
+runtime after its pod (tests/cri/gpu_pod.py); --gpu-unavailable makes that a failed
+test saying why.
 Prints TAP; exits 1 if any test failed.
 """
 
@@ -40,6 +44,7 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import crilib  # noqa: E402
+import gpu_pod  # noqa: E402
 from podlib import (CG, MIB, V2, Tap, alive, bundle_dir, kubelet_cgroup_parent,  # noqa: E402
                     leaf_of, mounts_naming, read, readlink, remove_cgroup_tree, wait_until)
 
@@ -369,6 +374,10 @@ def main():
     ap.add_argument("--runtimes", default="runc,mrun")
     ap.add_argument("--capture")
     ap.add_argument("--no-resources", action="store_true")
+    # The GPU pod (tests/cri/gpu_pod.py): the build's src/gpu, with fakegpu.ko loaded;
+    # --gpu-unavailable REASON when it could not be (a failed test per runtime).
+    ap.add_argument("--gpu-dir")
+    ap.add_argument("--gpu-unavailable")
     # containerd's overlayfs snapshotter needs a directory that can be an overlay's
     # upper layer: the VM's /tmp (tmpfs), not its root (itself an overlay).
     ap.add_argument("--workdir-base", default="/var/tmp")
@@ -391,6 +400,14 @@ def main():
                 run_pod(tap, cri, daemon, handler, work, a.capture, not a.no_resources)
             except Exception:
                 tap.ok(f"[{handler}] the pod's calls", False, traceback.format_exc(),
+                       daemon.log_tail(15))
+            if not (a.gpu_dir or a.gpu_unavailable):
+                continue
+            try:
+                gpu_pod.run_gpu_pod(tap, cri, daemon, handler, work, a.capture,
+                                    a.gpu_dir and os.path.abspath(a.gpu_dir), a.gpu_unavailable)
+            except Exception:
+                tap.ok(f"[{handler}] the GPU pod's calls", False, traceback.format_exc(),
                        daemon.log_tail(15))
     except Exception:
         tap.ok("containerd with the CRI plugin, its images and the client", False,

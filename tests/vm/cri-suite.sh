@@ -6,18 +6,21 @@
 # Host side of tests/vm/guest/cri.sh: a Kubernetes pod through containerd 1.6's CRI
 # plugin with the runtime handler mrun (io.containerd.runc.v2, BinaryName the built
 # mrun) and runc as the control, on a pure cgroup v2 (tests/cri/pod_test.py says
-# what is checked). Needs mrun and tests/probe/pause in the meson build dir
-# ($MRUN_BUILD_DIR, default build/), and Debian's containerd, containernetworking-
-# plugins, python3-grpcio and python3-grpc-tools. The guest's TAP goes to stdout and,
-# when MRUN_RESULTS_DIR is set, to $MRUN_RESULTS_DIR/vm-cri.tap; the config.json files
-# containerd wrote are kept in $build/vm-cri/configs. Skips (one TAP line saying why)
-# when something is missing. Exits 0 when every test passed or skipped, 1 otherwise.
+# what is checked), and a GPU pod: fakegpu.ko built here (kmod/build.sh) and loaded
+# in the guest, its node and libfakegpu handed to a container as a device plugin
+# does. Needs mrun, tests/probe/pause and src/gpu/ in the meson build dir
+# ($MRUN_BUILD_DIR, default build/), linux-headers-amd64, and Debian's containerd,
+# containernetworking-plugins, python3-grpcio and python3-grpc-tools. The guest's TAP
+# goes to stdout and, when MRUN_RESULTS_DIR is set, to $MRUN_RESULTS_DIR/vm-cri.tap;
+# the config.json files containerd wrote are kept in $build/vm-cri/configs. Skips (one
+# TAP line saying why) when a package is missing; a module or build that fails is a
+# failed test. Exits 0 when every test passed or skipped, 1 otherwise.
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=tests/vm/suite-lib.sh
 source "$here/suite-lib.sh"
-[[ ${1:-} == -h || ${1:-} == --help ]] && { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0; }
+[[ ${1:-} == -h || ${1:-} == --help ]] && { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0; }
 SUITE_TIMEOUT=900 suite_init cri "$@"
 ((${#SUITE_ARGS[@]} == 0)) || { echo "cri-suite: unknown option ${SUITE_ARGS[0]}" >&2; exit 2; }
 
@@ -31,10 +34,12 @@ suite_require_commands "$name" containerd ctr containerd-shim-runc-v2 runc
 for f in "$build/src/mrun" "$build/tests/probe/pause"; do
     [[ -x $f ]] || suite_finish "not ok 1 - built: $f (meson compile -C $build)"
 done
+suite_require_gpu_build
 
 start=$SECONDS
 "$here/run-in-vm.sh" --timeout "$timeout_s" --mem 2048 --cpus 2 --out "$out" -- \
-    "$here/guest/cri.sh" --mrun "$build/src/mrun" --pause "$build/tests/probe/pause" >&2
+    "$here/guest/cri.sh" --mrun "$build/src/mrun" --pause "$build/tests/probe/pause" \
+    --ko "$ko" --gpu-dir "$build/src/gpu" >&2
 rc=$?
 echo "cri-suite: guest run took $((SECONDS - start))s" >&2
 
