@@ -689,3 +689,30 @@ TEST_CASE("containerd's CRI plugin's configs convert whole: a pod's sandbox and 
     REQUIRE_NOTHROW(mount::plan_config_mounts(c.mounts));
   }
 }
+
+TEST_CASE("containerd's CRI plugin's config of a GPU pod's container converts whole") {
+  // configs/cri-container-gpu.json: CreateContainer with a device plugin's answer for
+  // fakegpu0 (tests/cri/gpu_pod.py), as containerd 1.6 wrote it in the VM with the
+  // module loaded (major 246 there). The nodes come from linux.devices (the host's
+  // numbers, mode and owner), their rw rules from linux.resources.devices after the
+  // deny-all, and the driver library and client as read-only binds.
+  auto c = convert(oci::parse_spec(fixture("configs/cri-container-gpu.json")), 0);
+  using mrun::mount::ConfigDevice;
+  REQUIRE(c.linux_devices ==
+          std::vector<ConfigDevice>{{"/dev/fakegpu0", 'c', 246, 0, 0600, 0, 0},
+                                    {"/dev/fakegpuctl", 'c', 246, 255, 0600, 0, 0}});
+  const std::uint32_t rw = cgroup::access_read | cgroup::access_write;
+  REQUIRE(c.device_rules ==
+          std::vector<cgroup::DeviceRule>{{cgroup::DeviceType::character, 246, 0, rw},
+                                          {cgroup::DeviceType::character, 246, 255, rw}});
+  const auto& mounts = c.mounts.mounts;
+  for (const char* dst : {"/opt/fakegpu/lib/libfakegpu.so.1", "/opt/fakegpu/bin/fakegpu-client"}) {
+    INFO(dst);
+    REQUIRE(std::any_of(mounts.begin(), mounts.end(), [&](const mount::ConfigMount& m) {
+      return m.destination == dst && m.type == "bind" &&
+             std::find(m.options.begin(), m.options.end(), "ro") != m.options.end();
+    }));
+  }
+  REQUIRE(std::find(c.env.begin(), c.env.end(), "LD_LIBRARY_PATH=/opt/fakegpu/lib") != c.env.end());
+  REQUIRE_NOTHROW(mount::plan_config_mounts(c.mounts));
+}
