@@ -9,12 +9,13 @@ the first call to that answer, then the pod is stopped and removed (not timed). 
 handlers runc, mrun and crun (each io.containerd.runc.v2 with its BinaryName) take turns
 round by round in one containerd of the bench's own (tests/cri/crilib.py: its root,
 state, socket, pause and busybox images, CNI bridge in a network namespace of its own).
-Prints each handler's mean and median and their ratios to runc's and crun's. A handler
+Prints each handler's mean and median and the ratios of its median to runc's and crun's
+(the medians: under TCG a round in ten is far off either way). A handler
 whose first round fails is listed as not measured with its error. Needs cgroup v2 for
 mrun (every CRI sandbox asks for cpu.shares; mrun sets no cgroup v1 limits): run it in
 the cgroup v2 VM, e.g.
 
-    tests/vm/run-in-vm.sh --timeout 900 -- sh -c 'modprobe bridge && bench/pod-start.py 10'
+    bench/pod-start-vm.sh 10
 
 where the numbers are TCG's and only the ratios mean something. A benchmark is never a
 test: it prints numbers, it does not judge them.
@@ -93,6 +94,7 @@ def main():
             daemon.stop()
         shutil.rmtree(work, ignore_errors=True)
     mean = {h: statistics.mean(t) for h, t in times.items() if t}
+    median = {h: statistics.median(t) for h, t in times.items() if t}
     print(f"pod start (RunPodSandbox .. container running), {a.runs} runs each, "
           f"containerd 1.6 CRI, cgroup {'v2' if os.path.exists('/sys/fs/cgroup/cgroup.controllers') else 'v1/hybrid'}")
     print(f"{'handler':8} {'mean ms':>9} {'median ms':>10} {'x runc':>7} {'x crun':>7}")
@@ -100,8 +102,9 @@ def main():
         if h in failed:
             print(f"{h:8} not measured: {failed[h]}")
             continue
-        ratio = {r: f"{mean[h] / mean[r]:.2f}" if r in mean else "-" for r in ("runc", "crun")}
-        print(f"{h:8} {mean[h] * 1000:9.1f} {statistics.median(times[h]) * 1000:10.1f} "
+        ratio = {r: f"{median[h] / median[r]:.2f}" if r in median else "-"
+                 for r in ("runc", "crun")}
+        print(f"{h:8} {mean[h] * 1000:9.1f} {median[h] * 1000:10.1f} "
               f"{ratio['runc']:>7} {ratio['crun']:>7}")
 
 
