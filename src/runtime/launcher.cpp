@@ -421,17 +421,17 @@ bool uses_shared_user_namespace(const ContainerConfig& config, const PrivilegeMo
          config.bundle.empty() && !hooks.container_to_callers_reaper && joined.empty();
 }
 
-// The container, born in a user namespace the monitor does not enter (the shared one,
-// or one a config joins by path): a short-lived first child enters it and clones the
-// container into its other new namespaces (which that user namespace then owns) with
+// The container, born in a namespace the monitor does not enter (NSTYPE: the shared
+// user namespace, or a user namespace a config joins by path; nested, a PID namespace it
+// joins): a short-lived first child enters it and clones the container into its other
+// new namespaces (which that user namespace then owns; in that PID namespace) with
 // CLONE_PARENT. The monitor never enters it: it could not come back. With `sibling`
 // (OCI create) the first child is itself the monitor's sibling, so the container is the
 // caller's child, as a direct clone with CLONE_PARENT makes it. BODY runs in the
 // container and does not return.
 template <typename Body>
-sys::CloneResult clone_in_user_namespace(int userns_fd, unsigned long long flags, bool sibling,
-                                         const std::string& what, const std::string& fix,
-                                         Body&& body) {
+sys::CloneResult clone_in_namespace(int ns_fd, int nstype, unsigned long long flags, bool sibling,
+                                    const std::string& what, const std::string& fix, Body&& body) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) throw_errno("create a pipe");
   UniqueFd result_read(fds[0]), result_write(fds[1]);
@@ -439,11 +439,12 @@ sys::CloneResult clone_in_user_namespace(int userns_fd, unsigned long long flags
   if (first.pid == 0) {
     result_read.reset();
     int result[2] = {-1, 0};  // the container's pid, or the errno
-    if (int err = sys::setns_fd(userns_fd, CLONE_NEWUSER); err != 0) {
+    if (int err = sys::setns_fd(ns_fd, nstype); err != 0) {
       result[1] = err;
     } else {
       try {
-        auto child = sys::clone_with_pidfd((flags & ~CLONE_NEWUSER) | CLONE_PARENT, 0);
+        const auto entered = static_cast<unsigned long long>(nstype);
+        auto child = sys::clone_with_pidfd((flags & ~entered) | CLONE_PARENT, 0);
         if (child.pid == 0) {
           result_write.reset();
           body();
@@ -674,11 +675,15 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   // by the container itself where the monitor could not come back (namespace_join.hpp).
   NamespaceJoin joined(config.namespaces);
   const bool join_in_container = privilege.nested;
-  if (join_in_container && joined.joins_pid_namespace()) {
+  // Nested, a joined PID namespace is entered by a first child that clones the container
+  // there (clone_in_namespace): setns moves only the children, and the monitor could
+  // not come back to its own.
+  const int nested_pid_fd = join_in_container ? joined.pid_namespace_fd() : -1;
+  if (nested_pid_fd >= 0 && config.namespaces.user.source == NamespaceSource::joined) {
     throw Error(
-        "config.json: linux.namespaces (pid): joining a PID namespace from a user "
-        "namespace mrun did not make is not supported yet",
-        ENOTSUP, "give the container a PID namespace of its own");
+        "config.json: linux.namespaces (pid, user): joining both a PID and a user "
+        "namespace from a user namespace mrun did not make is not supported",
+        ENOTSUP, "join one of them, or give the container a PID namespace of its own");
   }
   std::vector<UniqueFd> idmapped = premake_idmapped_binds(spec.mounts, privilege, ids);
   UniqueFd joined_userns = open_joined_user_namespace(config);
@@ -703,18 +708,23 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   sys::CloneResult child;
   bool mapped = false;
   if (shared_userns) {
-    child = clone_in_user_namespace(shared_userns.get(), namespace_flags(spec), !reap,
-                                    "clone the container into the shared user namespace",
-                                    "retry with --userns private", run_container_main);
+    child = clone_in_namespace(shared_userns.get(), CLONE_NEWUSER, namespace_flags(spec), !reap,
+                               "clone the container into the shared user namespace",
+                               "retry with --userns private", run_container_main);
     shared_userns.reset();
     mapped = true;
   } else if (joined_userns) {
-    child = clone_in_user_namespace(
-        joined_userns.get(), namespace_flags(spec), !reap,
+    child = clone_in_namespace(
+        joined_userns.get(), CLONE_NEWUSER, namespace_flags(spec), !reap,
         "config.json: linux.namespaces (user): join " + config.namespaces.user.path,
         "mrun must hold CAP_SYS_ADMIN in that user namespace (rootless: one made by you)",
         run_container_main);
     mapped = true;
+  } else if (nested_pid_fd >= 0) {
+    child = clone_in_namespace(
+        nested_pid_fd, CLONE_NEWPID, namespace_flags(spec), !reap,
+        "config.json: linux.namespaces (pid): join " + config.namespaces.pid.path,
+        "mrun must hold CAP_SYS_ADMIN in the user namespace that owns it", run_container_main);
   } else {
     child = reap ? sys::clone_with_pidfd(namespace_flags(spec), SIGCHLD)
                  : sys::clone_with_pidfd(namespace_flags(spec) | CLONE_PARENT, 0);

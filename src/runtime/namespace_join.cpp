@@ -76,11 +76,11 @@ void NamespaceJoin::enter_for_good() const {
   }
 }
 
-bool NamespaceJoin::joins_pid_namespace() const {
+int NamespaceJoin::pid_namespace_fd() const {
   for (const auto& join : joins_) {
-    if (join.nstype == CLONE_NEWPID) return true;
+    if (join.nstype == CLONE_NEWPID) return join.target.get();
   }
-  return false;
+  return -1;
 }
 
 void NamespaceJoin::leave() noexcept {

@@ -10,7 +10,8 @@
 //    return): the
 //    container's process joins them itself, first thing after clone, from descriptors
 //    the monitor opened. A PID namespace cannot be joined this way (setns moves only the
-//    children), so that case is refused.
+//    children): a short-lived first child of the monitor enters it and clones the
+//    container there (the launcher's clone_in_namespace), as for a joined user namespace.
 #pragma once
 
 #include <vector>
@@ -35,8 +36,9 @@ class NamespaceJoin {
   void enter();
   // The container's process, after clone: setns into each, for good. Throws likewise.
   void enter_for_good() const;
-  // Whether a PID namespace is among them (it must be joined before clone).
-  bool joins_pid_namespace() const;
+  // The joined PID namespace's descriptor, -1 when none (it must be entered before
+  // clone: setns moves only the children).
+  int pid_namespace_fd() const;
   // Back into the monitor's own namespaces (also done by the destructor).
   void leave() noexcept;
 

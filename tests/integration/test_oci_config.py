@@ -201,6 +201,54 @@ def test_namespaces_joined_by_path(mrun, rootfs, name, tmp_path, other_namespace
     assert _ns("self", "net") != _ns(pid, "net")
 
 
+@pytest.mark.skipif(M.ROOTFUL, reason="root has no subordinate ids for the user namespace "
+                    "(unshare --map-auto); the nested case is a rootless user's")
+def test_nested_container_joins_a_pid_namespace_by_path(mrun, rootfs, tmp_path):
+    """Root of a user namespace mrun did not make (rootlesskit's, where containerd runs
+    a rootless pod): a container joins a sandbox's PID namespace by path, as each
+    container of a shareProcessNamespace pod does through the CRI. setns moves only the
+    children and the monitor could not come back, so a first child enters it and clones
+    the container there: the sandbox's process is PID 1 inside."""
+    def nested(c):
+        # As rootless podman's configs and the CRI's under rootlesskit: no user namespace
+        # entry (the container stays in the caller's), no cgroup (none is delegated).
+        c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"]
+                                    if n["type"] not in ("user", "cgroup")]
+        for key in ("uidMappings", "gidMappings", "resources", "cgroupsPath"):
+            c["linux"].pop(key, None)
+
+    def joins_sandbox(c):
+        nested(c)
+        _with_namespaces(c, pid="/proc/SANDBOX/ns/pid")
+    for d in ("sandbox", "container"):
+        (tmp_path / d).mkdir()
+    sandbox = M.oci_bundle(mrun, tmp_path / "sandbox", rootfs, ["sleep", "300"], nested)
+    container = M.oci_bundle(mrun, tmp_path / "container", rootfs, [
+        "sh", "-c", "tr '\\0' ' ' </proc/1/cmdline; echo; readlink /proc/self/ns/pid"],
+        joins_sandbox)
+    script = """set -u
+    m() { "$MRUN" --root "$STATE" "$@"; }
+    m create --bundle "$SANDBOX" sandbox && m start sandbox || exit 90
+    pid=$(m state sandbox | sed -n 's/.*"pid": *\\([0-9]*\\).*/\\1/p')
+    readlink /proc/$pid/ns/pid
+    sed -i "s|/proc/SANDBOX/|/proc/$pid/|" "$CONTAINER/config.json"
+    m run --bundle "$CONTAINER" joiner
+    rc=$?
+    m delete --force joiner >/dev/null 2>&1
+    m delete --force sandbox
+    exit $rc"""
+    env = dict(M.base_env(), MRUN=M.MRUN, STATE=str(tmp_path / "state"),
+               SANDBOX=str(sandbox), CONTAINER=str(container))
+    # As rootlesskit maps: the user as root and its subordinate ids, setgroups allowed.
+    r = subprocess.run(["unshare", "--user", "--map-root-user", "--map-auto", "--mount", "--",
+                        "sh", "-c", script], env=env, capture_output=True, text=True,
+                       timeout=120, stdin=subprocess.DEVNULL)
+    lines = r.stdout.splitlines()
+    assert r.returncode == 0 and len(lines) == 3, (r.returncode, r.stdout, r.stderr)
+    sandbox_ns, pid1, joined_ns = lines
+    assert pid1.strip() == "sleep 300" and joined_ns == sandbox_ns, (r.stdout, r.stderr)
+
+
 def test_joining_a_namespace_that_cannot_be_joined_is_a_clear_125(mrun, rootfs, name, tmp_path):
     def edit(c):
         c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"]
