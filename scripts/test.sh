@@ -83,6 +83,10 @@ if want fuzz; then
 fi
 if want integration; then
   run_suite integration bash tests/integration/run.sh
+  # A shareProcessNamespace pod through containerd's CRI under rootlesskit, as mrun-test.
+  run_suite cri-rootless /usr/bin/python3 tests/cri/rootless_pod_test.py \
+    --mrun "$MRUN_BUILD_DIR/src/mrun" --pause "$MRUN_BUILD_DIR/tests/probe/pause" \
+    --tap "$MRUN_RESULTS_DIR/cri-rootless.tap"
 fi
 # copy_checkout DEST: this checkout's files (tracked and new, not ignored; without
 # git, everything but the build dirs) into DEST.
