@@ -33,7 +33,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import crilib  # noqa: E402
-from podlib import Tap, alive, readlink  # noqa: E402
+from podlib import Tap, alive, readlink, wait_until  # noqa: E402
 
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -160,6 +160,15 @@ def share_process_namespace(tap, cri, daemon, handler, work):
         want, got = readlink(f"/proc/{spid}/ns/pid"), readlink(f"/proc/{cpid}/ns/pid")
         tap.ok(f"{t} the container is in the sandbox's PID namespace ({want})",
                want == got and want != readlink("/proc/self/ns/pid"), f"container {got}")
+        # StartContainer returns once the runtime let the process go, which may still be
+        # on its way to exec sleep (runc's init, mrun's setup): wait for the exec.
+        def execd_sleep():
+            try:
+                with open(f"/proc/{cpid}/cmdline", "rb") as f:
+                    return f.read().split(b"\0")[0] == b"sleep"
+            except OSError:
+                return False
+        wait_until(execd_sleep, 10)
         r = cri.ExecSync(container_id=cid, cmd=[
             "sh", "-c", "tr '\\0' ' ' </proc/1/cmdline; echo; pidof sleep; id -u"], timeout=60)
         out = r.stdout.decode(errors="replace").splitlines()
