@@ -9,6 +9,7 @@
 
 #include "base/error.hpp"
 #include "oci/spec.hpp"
+#include "runtime/cloned_binary.hpp"
 
 namespace mrun::cli {
 
@@ -26,6 +27,15 @@ runtime::ContainerConfig config_from_bundle(const std::string& bundle, const std
   auto config = oci::to_container_config(spec, resolved, id, ::getuid(), ::getgid(), ctx.log);
   if (ctx.cgroups_disabled) config.run.cgroups = runtime::CgroupsMode::disabled;
   runtime::validate(config);
+  // CVE-2019-5736 (runtime/cloned_binary.hpp): a container that joins a PID namespace by
+  // path (a pod's shareProcessNamespace) is seen, while mrun sets it up, by every process
+  // already there, which may reach this binary through /proc/PID/exe once the setup has
+  // dropped to the container's capabilities and is about to exec. As for `mrun exec`:
+  // from here on this runs from a sealed copy. First thing, before anything is made: the
+  // copy starts this verb again (create's monitor forks later, in the copy).
+  if (config.namespaces.pid.source == runtime::NamespaceSource::joined) {
+    runtime::reexec_from_sealed_copy();
+  }
   return config;
 }
 

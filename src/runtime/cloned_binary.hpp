@@ -20,9 +20,11 @@
 //
 // Other mrun processes that enter a container's namespaces need no copy: the
 // container's init, its hook processes (createContainer, startContainer) and
-// fuse-overlayfs's setup all run while the container's pid namespace, always a new
-// one (joining one by path is refused), holds nothing but mrun: no container code can
-// see them yet.
+// fuse-overlayfs's setup all run while the container's pid namespace, a new one, holds
+// nothing but mrun: no container code can see them yet. A container that joins a pid
+// namespace by path (a pod's shareProcessNamespace) is the exception: the processes
+// already there see its setup, so create and run of such a config re-execute from a
+// sealed copy first, as exec does (cli/oci_bundle.cpp).
 #pragma once
 
 #include <cstddef>

@@ -222,3 +222,95 @@ def test_exec_runs_from_a_sealed_copy_where_the_container_could_write_mrun(
             p.communicate()
     finally:
         mrun("delete", "--force", name)
+
+
+@pytest.mark.parametrize("ptrace", [False, True], ids=["default-caps", "cap-sys-ptrace"])
+def test_a_container_joining_a_pid_namespace_never_lets_it_write_the_runtime_binary(
+        mrun, private_rootfs, name, tmp_path, ptrace):
+    """A pod's shareProcessNamespace: container B joins container A's PID namespace by
+    path, so A sees B's setup, and mrun runs in it until B's execve. The same attacker
+    as above runs in A and looks for B's init (its command line is `mrun create ...
+    TARGET`, B's name); strace delays each execve of the `mrun create` by 2s. mrun
+    re-executes from a sealed memfd before it sets B up, so A finds the memfd or nothing,
+    and the binary `mrun create` was started from stays as it was."""
+    if not M.ROOTFUL:
+        pytest.skip("rootless, B could join A's PID namespace only with A's user namespace "
+                    "too, from a user namespace mrun did not make (tests/cri/"
+                    "rootless_pod_test.py runs that under rootlesskit)")
+    strace = shutil.which("strace")
+    if not strace:
+        pytest.skip("strace is missing (scripts/install-deps.sh installs it): "
+                    "it makes the microsecond window observable")
+    target = f"target-{name}"
+    attacker = f"{name}-a"
+    with open(os.path.join(private_rootfs, "attack.sh"), "w") as f:
+        f.write(ATTACKER)
+    (tmp_path / "a").mkdir()
+    bundle_a = _bundle(mrun, tmp_path / "a", private_rootfs, ["/bin/sh", "/attack.sh"],
+                       env=["PATH=/bin:/usr/bin", f"TARGET={target}"])
+    if ptrace:
+        config = json.loads((bundle_a / "config.json").read_text())
+        for caps in config["process"]["capabilities"].values():
+            caps.append("CAP_SYS_PTRACE")
+        (bundle_a / "config.json").write_text(json.dumps(config))
+    out = tmp_path / "attacker.out"
+    copy = _binary_for("writable", tmp_path)
+    before = _sha256(copy)
+    try:
+        with open(out, "wb") as stdout:
+            p = mrun.popen("create", "--bundle", bundle_a, attacker, stdout=stdout,
+                           stderr=subprocess.STDOUT)
+            assert p.wait(timeout=30) == 0, out.read_text()
+        M.assert_rc(mrun("start", attacker))
+        _wait_for_line(out, "ready", 10)
+        a_pid = _state(mrun, attacker)["pid"]
+
+        (tmp_path / "b").mkdir()
+        bundle_b = _bundle(mrun, tmp_path / "b", private_rootfs, ["/bin/true"])
+        config = json.loads((bundle_b / "config.json").read_text())
+        for ns in config["linux"]["namespaces"]:
+            if ns["type"] == "pid":
+                ns["path"] = f"/proc/{a_pid}/ns/pid"
+        (bundle_b / "config.json").write_text(json.dumps(config))
+        argv = [strace, "-f", "-qq", "-o", "/dev/null",
+                "-e", f"inject=execve:delay_enter={DELAY_US}",
+                str(copy), *mrun.global_args, "create", "--bundle", str(bundle_b), target]
+        # strace follows create's monitor and B's init, so it outlives `mrun create`.
+        create_out = tmp_path / "create.out"
+        with open(create_out, "wb") as cout:
+            tracer = subprocess.Popen(argv, env=mrun.env, stdin=subprocess.DEVNULL,
+                                      stdout=cout, stderr=subprocess.STDOUT)
+
+        def created():
+            r = mrun("state", target)
+            return r.rc == 0 and json.loads(r.out)["status"] == "created"
+        try:
+            assert M.wait_until(created, 30), create_out.read_text()
+            M.assert_rc(mrun("start", target))
+            # A has found B's init (or never will). Then no process may run the binary
+            # any more (a running binary refuses writers): B done, strace and B's
+            # monitor gone, B deleted; only then may A write through what it kept.
+            M.wait_until(lambda: "exe=" in out.read_text(errors="replace"), 15)
+
+            def stopped():
+                r = mrun("state", target)
+                return r.rc == 0 and json.loads(r.out)["status"] == "stopped"
+            assert M.wait_until(stopped, 30)
+        finally:
+            tracer.kill()
+            tracer.wait()
+        mrun("delete", "--force", target)
+        M.assert_rc(mrun("exec", attacker, "/bin/touch", "/dev/shm/go"))
+        report = _wait_for_line(out, "done", 15)
+        lines = dict(line.split("=", 1) for line in report.split() if "=" in line)
+        detail = (f"what container A managed:\n{report}\nmrun create said:\n"
+                  f"{create_out.read_text(errors='replace')}")
+        exe = lines.get("exe", "")
+        assert lines.get("write-now") != "ok" and lines.get("write-later") != "ok", detail
+        assert _sha256(copy) == before, f"container A rewrote the runtime binary\n{detail}"
+        assert lines.get("open") == "refused" or exe.startswith("/memfd:"), detail
+        if ptrace:
+            assert exe.startswith("/memfd:"), f"B's setup ran from {exe!r}\n{detail}"
+    finally:
+        mrun("delete", "--force", target)
+        mrun("delete", "--force", attacker)
