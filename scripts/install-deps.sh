@@ -31,6 +31,9 @@ packages=(
   # tests/vm/cri-suite.sh): the tests' own CRI client over gRPC, the proto compiled at
   # test time, and CNI's bridge + host-local for the pod network
   python3-grpcio python3-grpc-tools containernetworking-plugins
+  # the CRI's streaming Exec and Attach (tests/cri/streamlib.py): a WebSocket client for
+  # containerd's streaming server (k8s remotecommand, v4.channel.k8s.io)
+  python3-websocket
   # rootless containerd for docs/KUBERNETES.md's rootless account (its own user and
   # mount namespaces)
   rootlesskit
