@@ -45,6 +45,8 @@ import uuid
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import crilib  # noqa: E402
 import gpu_pod  # noqa: E402
+import host_ns_pod  # noqa: E402
+import stream_pod  # noqa: E402
 from podlib import (CG, MIB, V2, Tap, alive, bundle_dir, kubelet_cgroup_parent,  # noqa: E402
                     leaf_of, mounts_naming, read, readlink, remove_cgroup_tree, wait_until)
 
@@ -372,6 +374,10 @@ def main():
     ap.add_argument("--pause", required=True)
     ap.add_argument("--tap", required=True)
     ap.add_argument("--runtimes", default="runc,mrun")
+    # The pods run for each runtime: the two-container pod, a hostNetwork/hostPID/
+    # hostIPC pod (tests/cri/host_ns_pod.py), streaming Exec and Attach
+    # (tests/cri/stream_pod.py); the GPU pod comes with --gpu-dir.
+    ap.add_argument("--pods", default="pod,hostns,stream")
     ap.add_argument("--capture")
     ap.add_argument("--no-resources", action="store_true")
     # The GPU pod (tests/cri/gpu_pod.py): the build's src/gpu, with fakegpu.ko loaded;
@@ -395,20 +401,28 @@ def main():
         v = cri.Version(version="v1")
         tap.ok(f"containerd's CRI plugin answers ({v.runtime_name} {v.runtime_version}, "
                f"CRI {v.runtime_api_version}); cgroup {'v2' if V2 else 'v1/hybrid'}")
+        pods = a.pods.split(",")
         for handler in a.runtimes.split(","):
-            try:
-                run_pod(tap, cri, daemon, handler, work, a.capture, not a.no_resources)
-            except Exception:
-                tap.ok(f"[{handler}] the pod's calls", False, traceback.format_exc(),
-                       daemon.log_tail(15))
-            if not (a.gpu_dir or a.gpu_unavailable):
-                continue
-            try:
-                gpu_pod.run_gpu_pod(tap, cri, daemon, handler, work, a.capture,
-                                    a.gpu_dir and os.path.abspath(a.gpu_dir), a.gpu_unavailable)
-            except Exception:
-                tap.ok(f"[{handler}] the GPU pod's calls", False, traceback.format_exc(),
-                       daemon.log_tail(15))
+            runs = []
+            if "pod" in pods:
+                runs.append(("pod", lambda: run_pod(tap, cri, daemon, handler, work,
+                                                    a.capture, not a.no_resources)))
+            if a.gpu_dir or a.gpu_unavailable:
+                runs.append(("GPU pod", lambda: gpu_pod.run_gpu_pod(
+                    tap, cri, daemon, handler, work, a.capture,
+                    a.gpu_dir and os.path.abspath(a.gpu_dir), a.gpu_unavailable)))
+            if "hostns" in pods:
+                runs.append(("hostNetwork/hostPID/hostIPC pod", lambda: host_ns_pod.
+                             run_host_ns_pod(tap, cri, daemon, handler, work, a.capture)))
+            if "stream" in pods:
+                runs.append(("streaming pod", lambda: stream_pod.run_stream_pod(
+                    tap, cri, daemon, handler, work)))
+            for what, run in runs:
+                try:
+                    run()
+                except Exception:
+                    tap.ok(f"[{handler}] the {what}'s calls", False, traceback.format_exc(),
+                           daemon.log_tail(15))
     except Exception:
         tap.ok("containerd with the CRI plugin, its images and the client", False,
                traceback.format_exc(), daemon.log_tail(15) if daemon else "")
