@@ -10,8 +10,8 @@ network), its pid and ipc namespaces are the machine's (the VM guest's). Checked
 runtime handler alike: what containerd wrote; the container's /proc/self/ns/{net,pid,
 ipc} links, read inside through ExecSync, are the node's; it sees the node's interfaces
 and the node's processes (containerd's own pid, the machine's PID 1); a SysV shared
-memory segment made on the node is listed inside; stop and removal leave no process,
-mount, cgroup or state.
+memory segment made on the node is listed inside; stop and removal leave no process
+(a background process an exec left included), mount, cgroup or state.
 """
 
 import json
@@ -139,6 +139,17 @@ def run_host_ns_pod(tap, cri, daemon, handler, work, capture):
         ids = [line.split()[1] for line in r.stdout.decode().splitlines()[1:]]
         tap.ok(f"{t} a SysV shm segment made on the node ({shm}) is listed inside",
                shm.isdigit() and shm in ids, made.stderr, r.stdout.decode())
+
+        # ---- a process an exec leaves behind: with no pid namespace of its own, nothing
+        # ends it with the container's init; the shim's `kill --all` (from the runtime, on
+        # every process of the container's cgroup) must
+        r = cri.ExecSync(container_id=cid, cmd=["sh", "-c", "sleep 3601 </dev/null "
+                                                ">/dev/null 2>&1 & echo $!"], timeout=30)
+        stray = r.stdout.decode().strip()
+        tap.ok(f"{t} an exec'd background sleep runs as node pid {stray}",
+               stray.isdigit() and read(f"/proc/{stray}/comm") == "sleep", r.stdout.decode(),
+               r.stderr.decode())
+        pids += [int(stray)] if stray.isdigit() else []
 
         # ---- stop and remove
         ids = [sandbox_id, cid]
