@@ -2,7 +2,8 @@
 """A Kubernetes pod through containerd's CRI plugin, runc as the control, then mrun.
 
     pod_test.py --mrun PATH --pause PATH --tap FILE [--runtimes runc,mrun]
-                [--capture DIR] [--no-resources] [--workdir-base DIR]
+                [--pods pod,hostns,stream] [--capture DIR] [--no-resources]
+                [--workdir-base DIR]
                 [--gpu-dir DIR | --gpu-unavailable REASON]
 
 Run as root (tests/vm/guest/cri.sh in the cgroup v2 VM; on this hybrid host by hand).
@@ -28,7 +29,9 @@ pod without the kubelet's cpu shares; what a cgroup v1 host can run with mrun, w
 sets no v1 limits). --capture copies every config.json containerd writes to DIR.
 --gpu-dir (the build's src/gpu, fakegpu.ko loaded with two devices) adds a GPU pod per
 runtime after its pod (tests/cri/gpu_pod.py); --gpu-unavailable makes that a failed
-test saying why.
+test saying why. Then, per runtime, a hostNetwork/hostPID/hostIPC pod
+(tests/cri/host_ns_pod.py) and streaming Exec and Attach (tests/cri/stream_pod.py);
+--pods picks among pod, hostns and stream.
 Prints TAP; exits 1 if any test failed.
 """
 
