@@ -1,6 +1,7 @@
 """What the CRI tests read and make on the host around a pod: TAP output, /proc and
 cgroup files, the kubelet's cgroup parent, containerd's bundle directory. Shared by
-tests/cri/pod_test.py's pods (the two-container pod and the GPU pod)."""
+tests/cri/pod_test.py's pods (the two-container pod, the GPU, host-namespace and
+streaming pods)."""
 
 import os
 import time

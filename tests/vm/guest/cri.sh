@@ -7,7 +7,8 @@
 # Loads the bridge module (the guest's kernel has it as a module; CNI's bridge plugin
 # needs it) and runs tests/cri/pod_test.py: the test's own containerd with the CRI
 # plugin and the runtime handlers runc (the control) and mrun, the kubelet's calls for a
-# pod of two containers, each check for both runtimes. With --ko, fakegpu.ko is loaded
+# pod of two containers, a hostNetwork/hostPID/hostIPC pod, streaming Exec and Attach,
+# each check for both runtimes. With --ko, fakegpu.ko is loaded
 # (two devices) and pod_test.py also runs the GPU pod with the node and DIR's libfakegpu
 # and fakegpu-client; a module that does not load is a failed GPU pod test for each
 # runtime, with insmod's message. Work and containerd's root are under the guest's /tmp
