@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "base/error.hpp"
+#include "base/plain_math.hpp"
 
 namespace mrun::cgroup {
 
@@ -80,7 +81,7 @@ std::optional<double> parse_cpus(const std::string& text) {
 }
 
 std::string cpu_max_for(double cpus) {
-  auto quota = static_cast<std::uint64_t>(std::llround(cpus * cpu_period_usec));
+  auto quota = static_cast<std::uint64_t>(round_non_negative(cpus * cpu_period_usec));
   if (quota < 1000) quota = 1000;
   return std::to_string(quota) + " " + std::to_string(cpu_period_usec);
 }
@@ -111,7 +112,7 @@ Resources to_resources(const Limits& limits) {
   }
   if (limits.pids) r.pids_limit = static_cast<std::int64_t>(*limits.pids);
   if (limits.cpus) {
-    auto quota = static_cast<std::int64_t>(std::llround(*limits.cpus * cpu_period_usec));
+    auto quota = static_cast<std::int64_t>(round_non_negative(*limits.cpus * cpu_period_usec));
     r.cpu.quota = std::max<std::int64_t>(quota, 1000);  // the kernel's minimum quota
     r.cpu.period = cpu_period_usec;
   }

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cmath>
 
 #include "base/error.hpp"
+#include "base/plain_math.hpp"
 #include "base/strings.hpp"
 
 namespace mrun::cgroup {
@@ -43,9 +43,11 @@ std::uint64_t cpu_weight_from_shares(std::uint64_t shares) {
   if (shares >= 262144) return 10000;
   // log10(weight) is a quadratic in log2(shares) through (1, 0), (10, 2) and (18, 4):
   // v1's minimum, default and maximum onto v2's.
-  const double l = std::log2(static_cast<double>(shares));
+  const double l = log2_of(shares);
   const double exponent = (l * l + 125 * l) / 612.0 - 7.0 / 34.0;
-  return static_cast<std::uint64_t>(std::ceil(std::pow(10, exponent)));
+  const double weight = pow10_of(exponent);
+  const auto whole = static_cast<std::uint64_t>(weight);
+  return static_cast<double>(whole) < weight ? whole + 1 : whole;  // ceil
 }
 
 std::uint64_t io_weight_from_blkio(std::uint64_t weight) {
