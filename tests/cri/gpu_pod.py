@@ -24,8 +24,8 @@ import subprocess
 import uuid
 
 import crilib
-from podlib import (CG, alive, bundle_dir, kubelet_cgroup_parent, mounts_naming,
-                    remove_cgroup_tree)
+from podlib import (CG, alive, bundle_dir, kubelet_cgroup_parent, mounts_naming, pod_labels,
+                    remove_cgroup_tree, remove_pod_quietly, verbose_pid)
 
 # Where a fakegpu device plugin would put the user-space driver: the paths of mrun's
 # own --gpu and of `mrun cdi generate`'s spec (src/mount/devices.hpp).
@@ -110,8 +110,7 @@ def run_gpu_pod(tap, cri, daemon, handler, work, capture, gpu_dir, unavailable=N
         "envs": envs,
         "mounts": mounts + test_only_mounts(),
         "devices": devices,
-        "labels": {"io.kubernetes.container.name": "cuda", "io.kubernetes.pod.name": name,
-                   "io.kubernetes.pod.namespace": "default", "io.kubernetes.pod.uid": uid},
+        "labels": pod_labels("cuda", name, uid),
         "log_path": "cuda/0.log",
         "linux": {"security_context": {"namespace_options": ns}},
     }
@@ -129,8 +128,7 @@ def run_gpu_pod(tap, cri, daemon, handler, work, capture, gpu_dir, unavailable=N
             tap.ok(f"{t} RunPodSandbox, CreateContainer with a device plugin's devices and "
                    "mounts, StartContainer", False, str(e), daemon.log_tail(15))
             return
-        pid = json.loads(cri.ContainerStatus(container_id=cid, verbose=True)
-                         .info["info"])["pid"]
+        pid = verbose_pid(cri.ContainerStatus(container_id=cid, verbose=True))
 
         # ---- what containerd wrote for the runtime
         path = os.path.join(bundle_dir(daemon, cid), "config.json")
@@ -184,10 +182,5 @@ def run_gpu_pod(tap, cri, daemon, handler, work, capture, gpu_dir, unavailable=N
         left += [leaf] if os.path.exists(leaf) else []
         tap.ok(f"{t} stopped and removed, no process, mount or cgroup left", not left, *left)
     finally:
-        if sandbox_id:
-            for call in (cri.StopPodSandbox, cri.RemovePodSandbox):
-                try:
-                    call(pod_sandbox_id=sandbox_id)
-                except Exception as e:
-                    tap.diag(f"cleanup: {e}")
+        remove_pod_quietly(tap, cri, sandbox_id)
         remove_cgroup_tree(parent)

@@ -21,8 +21,8 @@ import subprocess
 import uuid
 
 import crilib
-from podlib import (CG, V2, alive, bundle_dir, kubelet_cgroup_parent, mounts_naming, read,
-                    readlink, remove_cgroup_tree)
+from podlib import (CG, V2, alive, bundle_dir, kubelet_cgroup_parent, mounts_naming, pod_labels,
+                    read, readlink, remove_cgroup_tree, remove_pod_quietly, verbose_pid)
 
 HOST = {"network": "NODE", "pid": "NODE", "ipc": "NODE"}
 
@@ -63,8 +63,7 @@ def run_host_ns_pod(tap, cri, daemon, handler, work, capture):
         "metadata": {"name": "agent", "attempt": 0},
         "image": {"image": crilib.BUSYBOX},
         "command": ["sleep", "3600"],
-        "labels": {"io.kubernetes.container.name": "agent", "io.kubernetes.pod.name": name,
-                   "io.kubernetes.pod.namespace": "default", "io.kubernetes.pod.uid": uid},
+        "labels": pod_labels("agent", name, uid),
         "log_path": "agent/0.log",
         "linux": {"security_context": {"namespace_options": HOST}},
     }
@@ -83,10 +82,8 @@ def run_host_ns_pod(tap, cri, daemon, handler, work, capture):
             tap.ok(f"{t} RunPodSandbox, CreateContainer, StartContainer", False, str(e),
                    daemon.log_tail(15))
             return
-        spid = json.loads(cri.PodSandboxStatus(pod_sandbox_id=sandbox_id, verbose=True)
-                          .info["info"])["pid"]
-        pid = json.loads(cri.ContainerStatus(container_id=cid, verbose=True)
-                         .info["info"])["pid"]
+        spid = verbose_pid(cri.PodSandboxStatus(pod_sandbox_id=sandbox_id, verbose=True))
+        pid = verbose_pid(cri.ContainerStatus(container_id=cid, verbose=True))
         pids = [spid, pid]
 
         # ---- what containerd wrote: no network, pid or ipc namespace in either
@@ -171,10 +168,5 @@ def run_host_ns_pod(tap, cri, daemon, handler, work, capture):
     finally:
         if shm and shm.isdigit():
             subprocess.run(["ipcrm", "-m", shm], capture_output=True)
-        if sandbox_id:
-            for call in (cri.StopPodSandbox, cri.RemovePodSandbox):
-                try:
-                    call(pod_sandbox_id=sandbox_id)
-                except Exception as e:
-                    tap.diag(f"cleanup: {e}")
+        remove_pod_quietly(tap, cri, sandbox_id)
         remove_cgroup_tree(parent)

@@ -36,7 +36,6 @@ Prints TAP; exits 1 if any test failed.
 """
 
 import argparse
-import json
 import os
 import shutil
 import subprocess
@@ -51,7 +50,8 @@ import gpu_pod  # noqa: E402
 import host_ns_pod  # noqa: E402
 import stream_pod  # noqa: E402
 from podlib import (CG, MIB, V2, Tap, alive, bundle_dir, kubelet_cgroup_parent,  # noqa: E402
-                    leaf_of, mounts_naming, read, readlink, remove_cgroup_tree, wait_until)
+                    leaf_of, mounts_naming, read, readlink, remove_cgroup_tree,
+                    remove_pod_quietly, verbose_pid, wait_until)
 
 # The kubelet's defaults for a pod's procMount "Default" (pkg/securitycontext).
 MASKED = ["/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
@@ -158,12 +158,11 @@ class Pod:
         return config
 
     def pid_of_sandbox(self):
-        r = self.cri.PodSandboxStatus(pod_sandbox_id=self.sandbox_id, verbose=True)
-        return json.loads(r.info["info"])["pid"]
+        return verbose_pid(self.cri.PodSandboxStatus(pod_sandbox_id=self.sandbox_id,
+                                                     verbose=True))
 
     def pid_of(self, cid):
-        r = self.cri.ContainerStatus(container_id=cid, verbose=True)
-        return json.loads(r.info["info"])["pid"]
+        return verbose_pid(self.cri.ContainerStatus(container_id=cid, verbose=True))
 
     def exec(self, cid, *cmd, timeout=60):
         r = self.cri.ExecSync(container_id=cid, cmd=list(cmd), timeout=timeout)
@@ -362,12 +361,7 @@ def run_pod(tap, cri, daemon, handler, work, capture, resources):
         tap.ok(f"{t} StopPodSandbox and RemovePodSandbox leave no process, mount, cgroup "
                "or state", not leftovers, *leftovers)
     finally:
-        if pod.sandbox_id:
-            for call in (cri.StopPodSandbox, cri.RemovePodSandbox):
-                try:
-                    call(pod_sandbox_id=pod.sandbox_id)
-                except Exception as e:
-                    tap.diag(f"cleanup: {e}")
+        remove_pod_quietly(tap, cri, pod.sandbox_id)
         remove_cgroup_tree(pod.cgroup_parent)
 
 

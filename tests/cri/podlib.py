@@ -3,6 +3,7 @@ cgroup files, the kubelet's cgroup parent, containerd's bundle directory. Shared
 tests/cri/pod_test.py's pods (the two-container pod, the GPU, host-namespace and
 streaming pods)."""
 
+import json
 import os
 import time
 
@@ -118,3 +119,25 @@ def bundle_dir(daemon, cid):
 def mounts_naming(word):
     with open("/proc/self/mountinfo") as f:
         return [line.strip() for line in f if word in line]
+
+
+def pod_labels(container, pod, uid):
+    """The labels the kubelet puts on a pod's container."""
+    return {"io.kubernetes.container.name": container, "io.kubernetes.pod.name": pod,
+            "io.kubernetes.pod.namespace": "default", "io.kubernetes.pod.uid": uid}
+
+
+def verbose_pid(status):
+    """The host pid in a verbose PodSandboxStatus or ContainerStatus answer."""
+    return json.loads(status.info["info"])["pid"]
+
+
+def remove_pod_quietly(tap, cri, sandbox_id):
+    """A test's cleanup: StopPodSandbox and RemovePodSandbox, each failure a diagnostic."""
+    if not sandbox_id:
+        return
+    for call in (cri.StopPodSandbox, cri.RemovePodSandbox):
+        try:
+            call(pod_sandbox_id=sandbox_id)
+        except Exception as e:
+            tap.diag(f"cleanup: {e}")

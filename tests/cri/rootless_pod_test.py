@@ -21,7 +21,6 @@ Prints TAP; exits 1 if any test failed.
 """
 
 import argparse
-import json
 import os
 import shutil
 import subprocess
@@ -33,7 +32,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import crilib  # noqa: E402
-from podlib import Tap, alive, readlink, wait_until  # noqa: E402
+from podlib import (Tap, alive, readlink, remove_pod_quietly, verbose_pid,  # noqa: E402
+                    wait_until)
 
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -153,10 +153,8 @@ def share_process_namespace(tap, cri, daemon, handler, work):
             tap.ok(f"{t} RunPodSandbox, CreateContainer (pid POD) and StartContainer", False,
                    e.details() if hasattr(e, "details") else str(e), daemon.log_tail(10))
             return
-        spid = json.loads(cri.PodSandboxStatus(pod_sandbox_id=sid, verbose=True)
-                          .info["info"])["pid"]
-        cpid = json.loads(cri.ContainerStatus(container_id=cid, verbose=True)
-                          .info["info"])["pid"]
+        spid = verbose_pid(cri.PodSandboxStatus(pod_sandbox_id=sid, verbose=True))
+        cpid = verbose_pid(cri.ContainerStatus(container_id=cid, verbose=True))
         want, got = readlink(f"/proc/{spid}/ns/pid"), readlink(f"/proc/{cpid}/ns/pid")
         tap.ok(f"{t} the container is in the sandbox's PID namespace ({want})",
                want == got and want != readlink("/proc/self/ns/pid"), f"container {got}")
@@ -184,12 +182,7 @@ def share_process_namespace(tap, cri, daemon, handler, work):
         tap.ok(f"{t} StopContainer, StopPodSandbox, RemovePodSandbox: nothing left running",
                not left, *left)
     finally:
-        if sid:
-            for call in (cri.StopPodSandbox, cri.RemovePodSandbox):
-                try:
-                    call(pod_sandbox_id=sid)
-                except Exception as e:
-                    tap.diag(f"cleanup: {e}")
+        remove_pod_quietly(tap, cri, sid)
 
 
 def main():

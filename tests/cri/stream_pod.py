@@ -12,13 +12,13 @@ mount. The shim runs each exec as `RUNTIME exec --process FILE --detach` (with
 are the runtime's terminal and stdio paths under containerd's streaming server.
 """
 
-import json
 import os
 import uuid
 
 import crilib
 import streamlib
-from podlib import alive, kubelet_cgroup_parent, mounts_naming, remove_cgroup_tree, wait_until
+from podlib import (alive, kubelet_cgroup_parent, mounts_naming, pod_labels, remove_cgroup_tree,
+                    remove_pod_quietly, verbose_pid, wait_until)
 
 
 def open_exec(cri, daemon, cid, cmd, stdin=False, tty=False):
@@ -51,8 +51,7 @@ def run_stream_pod(tap, cri, daemon, handler, work):
         "image": {"image": crilib.BUSYBOX},
         "command": ["sh"],
         "stdin": True, "tty": True,
-        "labels": {"io.kubernetes.container.name": "shell", "io.kubernetes.pod.name": name,
-                   "io.kubernetes.pod.namespace": "default", "io.kubernetes.pod.uid": uid},
+        "labels": pod_labels("shell", name, uid),
         "log_path": "shell/0.log",
         "linux": {"security_context": {"namespace_options": ns}},
     }
@@ -69,8 +68,7 @@ def run_stream_pod(tap, cri, daemon, handler, work):
             tap.ok(f"{t} a pod whose container runs sh with stdin and a tty", False, str(e),
                    daemon.log_tail(15))
             return
-        pid = json.loads(cri.ContainerStatus(container_id=cid, verbose=True)
-                         .info["info"])["pid"]
+        pid = verbose_pid(cri.ContainerStatus(container_id=cid, verbose=True))
 
         # ---- Exec: stdout and a Success status
         s = open_exec(cri, daemon, cid, ["echo", "hello-exec"])
@@ -135,10 +133,5 @@ def run_stream_pod(tap, cri, daemon, handler, work):
         left = ([f"pid {pid}"] if alive(pid) else []) + mounts_naming(cid)
         tap.ok(f"{t} stopped and removed, no process or mount left", not left, *left)
     finally:
-        if sandbox_id:
-            for call in (cri.StopPodSandbox, cri.RemovePodSandbox):
-                try:
-                    call(pod_sandbox_id=sandbox_id)
-                except Exception as e:
-                    tap.diag(f"cleanup: {e}")
+        remove_pod_quietly(tap, cri, sandbox_id)
         remove_cgroup_tree(parent)
