@@ -52,6 +52,14 @@ done
 """
 
 
+def _give_every_capability_set(bundle, cap):
+    """Adds CAP to all five of the bundle's process capability sets."""
+    config = json.loads((bundle / "config.json").read_text())
+    for caps in config["process"]["capabilities"].values():
+        caps.append(cap)
+    (bundle / "config.json").write_text(json.dumps(config))
+
+
 def _sha256(path):
     with open(path, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()
@@ -103,10 +111,7 @@ def test_exec_never_lets_the_container_write_the_runtime_binary(mrun, private_ro
     bundle = _bundle(mrun, tmp_path, rootfs, ["/bin/sh", "/attack.sh"],
                      env=["PATH=/bin:/usr/bin", f"TARGET={target}"])
     if ptrace:
-        config = json.loads((bundle / "config.json").read_text())
-        for caps in config["process"]["capabilities"].values():
-            caps.append("CAP_SYS_PTRACE")
-        (bundle / "config.json").write_text(json.dumps(config))
+        _give_every_capability_set(bundle, "CAP_SYS_PTRACE")
     out = tmp_path / "container.out"
     try:
         # create's stdio become the container's (as runc's): a file we can read.
@@ -249,10 +254,7 @@ def test_a_container_joining_a_pid_namespace_never_lets_it_write_the_runtime_bin
     bundle_a = _bundle(mrun, tmp_path / "a", private_rootfs, ["/bin/sh", "/attack.sh"],
                        env=["PATH=/bin:/usr/bin", f"TARGET={target}"])
     if ptrace:
-        config = json.loads((bundle_a / "config.json").read_text())
-        for caps in config["process"]["capabilities"].values():
-            caps.append("CAP_SYS_PTRACE")
-        (bundle_a / "config.json").write_text(json.dumps(config))
+        _give_every_capability_set(bundle_a, "CAP_SYS_PTRACE")
     out = tmp_path / "attacker.out"
     copy = _binary_for("writable", tmp_path)
     before = _sha256(copy)
