@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <optional>
 #include <set>
 #include <thread>
+#include <type_traits>
 
 #include "base/error.hpp"
 #include "base/phase_trace.hpp"
@@ -42,6 +44,7 @@
 #include "sys/mount_fd.hpp"
 #include "sys/spawn.hpp"
 #include "sys/syscalls.hpp"
+#include "sys/vfork_child.hpp"
 #include "userns/apply_idmap.hpp"
 #include "userns/caller.hpp"
 #include "userns/idmap.hpp"
@@ -430,46 +433,53 @@ bool uses_shared_user_namespace(const ContainerConfig& config, const PrivilegeMo
 // caller's child, as a direct clone with CLONE_PARENT makes it. BODY runs in the
 // container and does not return.
 template <typename Body>
+struct NamespaceEntry {
+  int ns_fd;
+  int nstype;
+  unsigned long long flags;
+  Body* body;
+  pid_t container = -1;  // written by the first child (shared memory)
+  int error = 0;
+};
+
+// The first child: shares the monitor's memory (sys::run_in_vfork_child), so system
+// calls and plain stores only. The container it clones has a private copy and may run
+// anything; it gets the monitor's signal mask back before BODY.
+template <typename Body>
+int enter_and_clone(void* raw, const sigset_t& original_mask) {
+  auto* entry = static_cast<NamespaceEntry<Body>*>(raw);
+  if (::setns(entry->ns_fd, entry->nstype) != 0) {
+    entry->error = errno;
+    return 1;
+  }
+  struct clone_args args {};
+  args.flags = (entry->flags & ~static_cast<unsigned long long>(entry->nstype)) | CLONE_PARENT;
+  long pid = ::syscall(SYS_clone3, &args, sizeof args);
+  if (pid < 0) {
+    entry->error = errno;
+    return 1;
+  }
+  if (pid == 0) {
+    ::sigprocmask(SIG_SETMASK, &original_mask, nullptr);
+    (*entry->body)();
+    ::_exit(exit_code::runtime_error);  // BODY does not return
+  }
+  entry->container = static_cast<pid_t>(pid);
+  return 0;
+}
+
+template <typename Body>
 sys::CloneResult clone_in_namespace(int ns_fd, int nstype, unsigned long long flags, bool sibling,
                                     const std::string& what, const std::string& fix, Body&& body) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) throw_errno("create a pipe");
-  UniqueFd result_read(fds[0]), result_write(fds[1]);
-  auto first = sibling ? sys::clone_with_pidfd(CLONE_PARENT, 0) : sys::clone_with_pidfd(0, SIGCHLD);
-  if (first.pid == 0) {
-    result_read.reset();
-    int result[2] = {-1, 0};  // the container's pid, or the errno
-    if (int err = sys::setns_fd(ns_fd, nstype); err != 0) {
-      result[1] = err;
-    } else {
-      try {
-        const auto entered = static_cast<unsigned long long>(nstype);
-        auto child = sys::clone_with_pidfd((flags & ~entered) | CLONE_PARENT, 0);
-        if (child.pid == 0) {
-          result_write.reset();
-          body();
-        }
-        result[0] = child.pid;
-      } catch (const Error& e) {
-        result[1] = e.errno_value() != 0 ? e.errno_value() : EINVAL;
-      }
-    }
-    ::_exit(::write(result_write.get(), result, sizeof result) == sizeof result ? 0 : 1);
-  }
-  result_write.reset();
-  int result[2] = {-1, EPIPE};
-  ssize_t n = ::read(result_read.get(), result, sizeof result);
-  if (sibling) {
-    sys::wait_pidfd_exit(first.pidfd.get());  // the caller reaps it
-  } else {
-    sys::wait_pidfd(first.pidfd.get());
-  }
-  if (n != sizeof result || result[0] <= 0) {
-    throw Error(result[1] == 0 ? what : what + ": " + std::string(std::strerror(result[1])),
-                result[1], fix);
+  using BodyType = std::remove_reference_t<Body>;
+  NamespaceEntry<BodyType> entry{ns_fd, nstype, flags, &body};
+  sys::run_in_vfork_child({&enter_and_clone<BodyType>, &entry}, sibling);
+  if (entry.container <= 0) {
+    throw Error(entry.error == 0 ? what : what + ": " + std::string(std::strerror(entry.error)),
+                entry.error, fix);
   }
   sys::CloneResult container;
-  container.pid = result[0];
+  container.pid = entry.container;
   // Our child, or the caller's whose pid the first child just read: it stays its own.
   container.pidfd = sys::pidfd_open(container.pid);
   return container;
