@@ -65,7 +65,11 @@ PrivilegeModel privilege_model_for(uid_t uid, const ContainerConfig* config,
     model.shared_tmp_state_dir = "/tmp/mrun-" + id;
     model.default_state_root = model.shared_tmp_state_dir;
   }
-  std::string home = env_or("HOME", passwd_home(uid));
+  // The passwd database only without $HOME: reading it (NSS) costs every start a dozen
+  // system calls and their code.
+  const char* home_env = std::getenv("HOME");
+  std::string home =
+      home_env != nullptr && home_env[0] == '/' ? std::string(home_env) : passwd_home(uid);
   if (home.empty() && std::getenv("XDG_DATA_HOME") == nullptr) {
     model.shared_tmp_data_dir = "/tmp/mrun-home-" + id;
     home = model.shared_tmp_data_dir;

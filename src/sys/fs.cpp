@@ -142,12 +142,16 @@ bool is_private_dir(const std::string& path, uid_t uid) {
 }
 
 void ensure_private_dir(const std::string& path, const std::string& what, const std::string& hint) {
-  try {
-    make_dirs(path, 0700);
-  } catch (const Error& e) {
-    throw e.wrap(what).with_hint(hint);
+  // Made only when missing: make_dirs tries every component from / (a mkdir and a stat
+  // each), on every start.
+  if (!check_private_dir(path, what, hint)) {
+    try {
+      make_dirs(path, 0700);
+    } catch (const Error& e) {
+      throw e.wrap(what).with_hint(hint);
+    }
+    check_private_dir(path, what, hint);
   }
-  check_private_dir(path, what, hint);
   if (::access(path.c_str(), W_OK) != 0) throw_errno(what + " " + path + " is not writable", hint);
 }
 

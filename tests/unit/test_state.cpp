@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <ctime>
 
 #include "runtime/state.hpp"
 #include "sys/fs.hpp"
@@ -124,4 +125,22 @@ TEST_CASE("the --rm index names the claimed --rm containers only, until removed"
   store.remove("rm");
   REQUIRE(store.remove_on_exit_names().empty());
   REQUIRE(mrun::sys::remove_tree(tmpl));
+}
+
+TEST_CASE("now_rfc3339 is UTC in RFC 3339 form, as runc writes created") {
+  const std::time_t before = std::time(nullptr);
+  const std::string now = now_rfc3339();
+  const std::time_t after = std::time(nullptr);
+  REQUIRE(now.size() == 20);
+  REQUIRE(now[4] == '-');
+  REQUIRE(now[7] == '-');
+  REQUIRE(now[10] == 'T');
+  REQUIRE(now[13] == ':');
+  REQUIRE(now[16] == ':');
+  REQUIRE(now[19] == 'Z');
+  std::tm parsed{};
+  REQUIRE(::strptime(now.c_str(), "%Y-%m-%dT%H:%M:%SZ", &parsed) != nullptr);
+  const std::time_t back = ::timegm(&parsed);
+  REQUIRE(back >= before);
+  REQUIRE(back <= after);
 }
