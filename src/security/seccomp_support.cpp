@@ -50,6 +50,18 @@ unsigned int probe_flags(unsigned int flag) {
   return flag;
 }
 
+// What libseccomp's API level 5 (user notification) stands for, without asking
+// libseccomp: seccomp_api_get() probes the kernel a dozen times more on every start,
+// and runs code no cached start needs. The library must be 2.5 or later; the kernel
+// must take a listener and say the size of its messages.
+bool libseccomp_can_notify() {
+  const scmp_version* v = seccomp_version();
+  if (v->major < 2 || (v->major == 2 && v->minor < 5)) return false;
+  if (!kernel_accepts_seccomp_flags(SECCOMP_FILTER_FLAG_NEW_LISTENER)) return false;
+  struct seccomp_notif_sizes sizes {};
+  return ::syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) == 0;
+}
+
 }  // namespace
 
 unsigned int seccomp_flag_value(const std::string& name) {
@@ -70,7 +82,7 @@ SeccompActionSet available_seccomp_actions() {
     auto action = static_cast<SeccompAction>(a);
     std::uint32_t value = kernel_return_value(action);
     if (::syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &value) != 0) continue;
-    if (action == SeccompAction::notify && seccomp_api_get() < 5) continue;
+    if (action == SeccompAction::notify && !libseccomp_can_notify()) continue;
     out |= action_bit(action);
   }
   return out;

@@ -5,6 +5,7 @@
 // no_new_privs is enough to load a filter, and a listener belongs to whoever holds it).
 #include <linux/seccomp.h>
 #include <poll.h>
+#include <seccomp.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -474,4 +475,16 @@ TEST_CASE("seccomp: a listener with nowhere to go is an error, not a hang", "[se
   REQUIRE(::waitpid(pid, &status, 0) == pid);
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
+}
+
+// mrun answers "can the notify action be used" from its own probes, so that a cached
+// start never runs libseccomp's; the answer must be libseccomp's own (API level 5).
+TEST_CASE("the notify action is available exactly when libseccomp's API level says so") {
+  const bool ours = (mrun::security::available_seccomp_actions() &
+                     mrun::security::action_bit(mrun::security::SeccompAction::notify)) != 0;
+  const bool kernel_has_it = [] {
+    std::uint32_t value = SECCOMP_RET_USER_NOTIF;
+    return ::syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &value) == 0;
+  }();
+  REQUIRE(ours == (kernel_has_it && seccomp_api_get() >= 5));
 }
