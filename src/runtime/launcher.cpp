@@ -49,6 +49,7 @@
 #include "userns/caller.hpp"
 #include "userns/idmap.hpp"
 #include "userns/shared_userns.hpp"
+#include "userns/spare_netns.hpp"
 #include "userns/subid.hpp"
 
 namespace mrun::runtime {
@@ -438,7 +439,8 @@ struct NamespaceEntry {
   int nstype;
   unsigned long long flags;
   Body* body;
-  pid_t container = -1;  // written by the first child (shared memory)
+  int spare_net_fd = -1;  // a spare network namespace of the holder's, used for CLONE_NEWNET
+  pid_t container = -1;   // written by the first child (shared memory)
   int error = 0;
 };
 
@@ -452,8 +454,15 @@ int enter_and_clone(void* raw, const sigset_t& original_mask) {
     entry->error = errno;
     return 1;
   }
+  unsigned long long flags = entry->flags & ~static_cast<unsigned long long>(entry->nstype);
+  // Born in the spare instead of a network namespace made now; should the kernel refuse
+  // it, the container gets a new one after all.
+  if (entry->spare_net_fd >= 0 && (flags & CLONE_NEWNET) != 0 &&
+      ::setns(entry->spare_net_fd, CLONE_NEWNET) == 0) {
+    flags &= ~static_cast<unsigned long long>(CLONE_NEWNET);
+  }
   struct clone_args args {};
-  args.flags = (entry->flags & ~static_cast<unsigned long long>(entry->nstype)) | CLONE_PARENT;
+  args.flags = flags | CLONE_PARENT;
   long pid = ::syscall(SYS_clone3, &args, sizeof args);
   if (pid < 0) {
     entry->error = errno;
@@ -470,9 +479,10 @@ int enter_and_clone(void* raw, const sigset_t& original_mask) {
 
 template <typename Body>
 sys::CloneResult clone_in_namespace(int ns_fd, int nstype, unsigned long long flags, bool sibling,
-                                    const std::string& what, const std::string& fix, Body&& body) {
+                                    const std::string& what, const std::string& fix, Body&& body,
+                                    int spare_net_fd = -1) {
   using BodyType = std::remove_reference_t<Body>;
-  NamespaceEntry<BodyType> entry{ns_fd, nstype, flags, &body};
+  NamespaceEntry<BodyType> entry{ns_fd, nstype, flags, &body, spare_net_fd};
   sys::run_in_vfork_child({&enter_and_clone<BodyType>, &entry}, sibling);
   if (entry.container <= 0) {
     throw Error(entry.error == 0 ? what : what + ": " + std::string(std::strerror(entry.error)),
@@ -718,9 +728,14 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   sys::CloneResult child;
   bool mapped = false;
   if (shared_userns) {
+    // Its network namespace made ahead by the holder (userns/spare_netns.hpp).
+    UniqueFd spare_net;
+    if ((namespace_flags(spec) & CLONE_NEWNET) != 0) {
+      spare_net = userns::take_spare_network_namespace(store.root(), shared_userns.get());
+    }
     child = clone_in_namespace(shared_userns.get(), CLONE_NEWUSER, namespace_flags(spec), !reap,
                                "clone the container into the shared user namespace",
-                               "retry with --userns private", run_container_main);
+                               "retry with --userns private", run_container_main, spare_net.get());
     shared_userns.reset();
     mapped = true;
   } else if (joined_userns) {

@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +22,7 @@
 #include "sys/fs.hpp"
 #include "sys/syscalls.hpp"
 #include "userns/apply_idmap.hpp"
+#include "userns/spare_netns.hpp"
 
 namespace mrun::userns {
 
@@ -115,13 +117,23 @@ UniqueFd open_holder_namespace(const std::string& record, const IdMapPlan& ids, 
 // terminal signals), waiting for the monitor to map its ids, then for nothing. Exits
 // once LINGER seconds pass without an mrun opening its record, or once the record is
 // no longer the one it was started with. Never returns, never throws.
-[[noreturn]] void holder_main(int go_fd, const std::string& record, int linger_seconds) {
+[[noreturn]] void holder_main(int go_fd, int listen_fd, const std::string& record,
+                              int linger_seconds) {
   int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   for (int fd = 0; fd < 3; ++fd) {
     if (null >= 0 && null != fd) ::dup2(null, fd);
   }
-  if (go_fd > 3) ::syscall(SYS_close_range, 3U, static_cast<unsigned>(go_fd - 1), 0U);
-  ::syscall(SYS_close_range, static_cast<unsigned>(go_fd + 1), ~0U, 0U);
+  // Nothing of the caller's but the descriptors it is given (LISTEN_FD may be -1).
+  int keep[2] = {std::min(go_fd, listen_fd), std::max(go_fd, listen_fd)};
+  unsigned from = 3;
+  for (int fd : keep) {
+    if (fd < 3) continue;
+    if (static_cast<unsigned>(fd) > from) {
+      ::syscall(SYS_close_range, from, static_cast<unsigned>(fd - 1), 0U);
+    }
+    from = static_cast<unsigned>(fd) + 1;
+  }
+  ::syscall(SYS_close_range, from, ~0U, 0U);
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -142,17 +154,18 @@ UniqueFd open_holder_namespace(const std::string& record, const IdMapPlan& ids, 
                           IN_OPEN | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF) < 0) {
     ::_exit(0);
   }
+  SpareNetworkNamespaces spares;
   alignas(struct inotify_event) char events[4096];
   for (;;) {
-    struct pollfd p {
-      watch, POLLIN, 0
-    };
-    int ready = ::poll(&p, 1, linger_seconds * 1000);
+    struct pollfd p[2] = {{watch, POLLIN, 0}, {listen_fd, POLLIN, 0}};
+    int ready = ::poll(p, listen_fd >= 0 ? 2 : 1, linger_seconds * 1000);
     if (ready == 0) ::_exit(0);  // idle: the next mrun starts another
     if (ready < 0) {
       if (errno == EINTR) continue;
       ::_exit(0);
     }
+    if (p[1].revents & POLLIN) spares.serve(listen_fd);
+    if ((p[0].revents & POLLIN) == 0) continue;
     ssize_t len = ::read(watch, events, sizeof events);
     bool replaced = len <= 0;
     for (ssize_t at = 0; at < len;) {
@@ -175,6 +188,8 @@ UniqueFd start_holder(const SharedUsernsRequest& request, const std::string& rec
   UniqueFd ready_read(ready_pipe[0]), ready_write(ready_pipe[1]);
   if (::pipe2(go_pipe, O_CLOEXEC) != 0) throw_errno("create a pipe");
   UniqueFd go_read(go_pipe[0]), go_write(go_pipe[1]);
+  // Made here, in the caller's private state root, for the holder to serve on.
+  UniqueFd spare_requests = listen_for_spare_requests(request.state_root);
   // Started through a short-lived first child so that the holder is nobody's child
   // here (it is reparented to the caller's subreaper or init) and may make a session of
   // its own (a terminal's SIGHUP and ^C do not reach it).
@@ -187,7 +202,7 @@ UniqueFd start_holder(const SharedUsernsRequest& request, const std::string& rec
       auto child = sys::clone_with_pidfd(CLONE_NEWUSER, SIGCHLD);
       if (child.pid == 0) {
         ready_write.reset();
-        holder_main(go_read.get(), record, request.linger_seconds);
+        holder_main(go_read.get(), spare_requests.get(), record, request.linger_seconds);
       }
       holder = child.pid;
     } catch (...) {

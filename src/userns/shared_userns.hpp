@@ -14,7 +14,9 @@
 //    profile refuses setns and unshare(CLONE_NEWUSER).
 //  - The holder itself: a process of the caller's uid in the host's PID namespace,
 //    invisible from any container (which has a PID namespace of its own); it has
-//    nothing but the namespace: no fds, no files, its cwd is /.
+//    nothing of its caller's: no fd of mrun's, its cwd is /. Its own fds are the
+//    record's watch and the spare network namespaces it hands out (spare_netns.hpp):
+//    a socket in the state root, its home network namespace and one spare.
 //  --userns private gives a container a namespace of its own, as before.
 //
 // The holder: STATE_ROOT/.userns names it ("PID STARTTIME"). It exits after LINGER

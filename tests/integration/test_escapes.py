@@ -179,6 +179,66 @@ def test_data_root_made_by_another_user_is_refused(attacker_dirs, victim_dir):
     assert f"/tmp/mrun-home-{VICTIM}" in p.stderr and "HOME" in p.stderr, p.stderr
 
 
+_TAKE_SPARE = r"""
+import array, os, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.settimeout(5)
+try:
+    s.connect(sys.argv[1])
+except OSError as e:
+    print("refused", e.errno)
+    sys.exit()
+msg, anc, _, _ = s.recvmsg(1, socket.CMSG_SPACE(4))
+fds = [array.array("i", d)[0] for _, t, d in anc if t == socket.SCM_RIGHTS]
+print(os.readlink(f"/proc/self/fd/{fds[0]}") if fds else "none " + repr(msg))
+"""
+
+
+@pytest.mark.skipif(not M.ROOTFUL, reason="needs root to play the other user")
+def test_another_user_gets_no_network_namespace_from_a_holder():
+    """A user's holder hands spare network namespaces (userns/spare_netns.hpp) to its
+    own uid only: with the state root traversable and the socket made writable for
+    all (a umask of 0), nobody connects and gets nothing; the owner gets one."""
+    import pwd
+    import tempfile
+    try:
+        owner = pwd.getpwnam("mrun-test")
+    except KeyError:
+        pytest.skip("no mrun-test user (tests/setup-user.sh makes it)")
+    base = tempfile.mkdtemp(prefix="mrun-it-spare.", dir="/var/tmp")
+    os.chmod(base, 0o755)
+    os.chown(base, owner.pw_uid, owner.pw_gid)
+    state = os.path.join(base, "state")
+
+    def as_uid(uid, gid, argv):
+        return subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
+                               *argv], capture_output=True, text=True, timeout=M.TIMEOUT, cwd=base,
+                              env={"PATH": M.DEFAULT_PATH, "LANG": "C.UTF-8", "HOME": base})
+    try:
+        as_owner = lambda argv: as_uid(owner.pw_uid, owner.pw_gid, argv)
+        r = as_owner([M.MRUN, "--root", state, "rootfs", "busybox", os.path.join(base, "rootfs")])
+        assert r.returncode == 0, r.stderr
+        r = as_owner([M.MRUN, "--root", state, "run", "--rm", "--network", "none",
+                      os.path.join(base, "rootfs"), "/bin/true"])
+        assert r.returncode == 0, r.stderr
+        sock = os.path.join(state, ".userns.sock")
+        os.chmod(state, 0o755)
+        os.chmod(sock, 0o777)
+        take = ["/usr/bin/python3", "-c", _TAKE_SPARE, sock]
+        stranger = as_uid(65534, 65534, take)
+        assert stranger.stdout.strip() in ("none b''", "refused 104"), (stranger.stdout,
+                                                                        stranger.stderr)
+        mine = as_owner(take)
+        assert mine.stdout.startswith("net:["), (mine.stdout, mine.stderr)
+    finally:
+        try:
+            with open(os.path.join(state, ".userns")) as f:
+                M.kill_quietly(int(f.read().split()[0]))
+        except (OSError, ValueError):
+            pass
+        subprocess.run(["rm", "-rf", "--one-file-system", base], check=False)
+
+
 # ---- 6. --preserve-fds hands over the caller's descriptors only -------------
 
 def _fds_seen(argv, pass_fds=(), shell=None):

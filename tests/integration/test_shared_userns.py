@@ -97,8 +97,12 @@ def test_the_holder_has_nothing_of_the_caller(mrun, rootfs, state):
         assert new == {holder}, f"expected one new holder, {holder}: {new}"
         fds = {fd: os.readlink(f"/proc/{holder}/fd/{fd}") for fd in os.listdir(f"/proc/{holder}/fd")}
         assert {fds.get(str(i)) for i in range(3)} == {"/dev/null"}, fds
-        others = {fd: t for fd, t in fds.items() if int(fd) > 2}
-        assert list(others.values()) == ["anon_inode:inotify"], f"holder fds: {fds}"
+        # Its own: the record's watch, the socket it hands spare network namespaces out
+        # on (bound in the state root), its home network namespace and the spare.
+        others = sorted(t.split(":[")[0] for fd, t in fds.items() if int(fd) > 2)
+        assert others == ["anon_inode:inotify", "net", "net", "socket"], f"holder fds: {fds}"
+        sock = next(t for t in fds.values() if t.startswith("socket:["))
+        assert _unix_socket_path(sock) == os.path.join(state, ".userns.sock"), fds
         assert os.readlink(f"/proc/{holder}/cwd") == "/"
         assert os.getsid(holder) == holder, "the holder has no session of its own"
         # A pipe as mrun's stdout sees end-of-file when mrun exits, holder or not.
@@ -107,6 +111,75 @@ def test_the_holder_has_nothing_of_the_caller(mrun, rootfs, state):
                            f"/bin/echo hi | cat", shell=True, capture_output=True, text=True,
                            env=m.env, timeout=20)
         assert p.stdout == "hi\n" and time.monotonic() - start < 10, p
+    finally:
+        _stop_holders(state)
+
+
+def _unix_socket_path(link):
+    """The path a unix socket ("socket:[INODE]") is bound to, from /proc/net/unix."""
+    inode = link[len("socket:["):-1]
+    with open("/proc/net/unix") as f:
+        for line in f.readlines()[1:]:
+            fields = line.split()
+            if fields[6] == inode:
+                return fields[7] if len(fields) > 7 else None
+    return None
+
+
+def _spare_of(holder):
+    """The network namespace the holder keeps to hand out: of its two, not its own."""
+    own = os.readlink(f"/proc/{holder}/ns/net")
+    nets = [os.readlink(f"/proc/{holder}/fd/{fd}") for fd in os.listdir(f"/proc/{holder}/fd")]
+    spares = [n for n in nets if n.startswith("net:[") and n != own]
+    assert len(spares) == 1, (own, nets)
+    return spares[0]
+
+
+def test_a_container_is_born_in_the_holders_spare_network_namespace(mrun, rootfs, state, names):
+    """The holder hands its spare to exactly one container and makes the next; the
+    holder itself is never in a namespace it handed out (userns/spare_netns.hpp)."""
+    m = mrun.with_args("--root", state)
+    kept = []
+    try:
+        _userns_of_container(m, rootfs)
+        holder = _holder_pid(state)
+        seen = []
+        for _ in range(3):
+            spare = _spare_of(holder)
+            name = names()
+            M.assert_rc(m("run", "-d", "--name", name, "--network", "none", rootfs, "sleep", "300"))
+            kept.append(name)
+            r = m("exec", name, "readlink", "/proc/self/ns/net")
+            M.assert_rc(r)
+            seen.append(r.out.strip())
+            assert seen[-1] == spare, f"container in {seen[-1]}, the holder's spare was {spare}"
+            assert M.wait_until(lambda: _spare_of(holder) != spare, 5), "no next spare made"
+        assert len(set(seen)) == 3, f"containers living side by side share a namespace: {seen}"
+        assert os.readlink(f"/proc/{holder}/ns/net") not in seen
+        assert os.readlink("/proc/self/ns/net") not in seen
+    finally:
+        for name in kept:
+            m("delete", "-f", name)
+        _stop_holders(state)
+
+
+def test_a_spare_network_namespace_is_as_new_as_a_fresh_one(mrun, rootfs, state):
+    """What one container did to its network namespace (an address on lo) is not in the
+    next one's; the next has only a loopback device, brought up by mrun."""
+    m = mrun.with_args("--root", state)
+    try:
+        r = m("run", "--rm", "--network", "none", "--cap-add", "NET_ADMIN", rootfs, "/bin/sh",
+              "-c", "ip addr add 10.99.0.1/32 dev lo && ip addr show lo")
+        M.assert_rc(r)
+        assert "10.99.0.1" in r.out, r.out
+        for _ in range(2):
+            r = m("run", "--rm", "--network", "none", rootfs, "/bin/sh", "-c",
+                  "ip -o link; ip -o addr")
+            M.assert_rc(r)
+            assert "10.99.0.1" not in r.out, r.out
+            links = [l.split(":")[1].strip() for l in r.out.splitlines() if ": <" in l]
+            assert links == ["lo"], r.out
+            assert "UP" in r.out.splitlines()[0], r.out
     finally:
         _stop_holders(state)
 

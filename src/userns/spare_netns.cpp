@@ -1,0 +1,153 @@
+#include "userns/spare_netns.hpp"
+
+#include <fcntl.h>
+#include <linux/nsfs.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace mrun::userns {
+
+namespace {
+
+bool socket_address(const std::string& path, struct sockaddr_un* addr) {
+  *addr = {};
+  addr->sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr->sun_path) return false;
+  std::memcpy(addr->sun_path, path.c_str(), path.size());
+  return true;
+}
+
+UniqueFd open_own_network_namespace() {
+  return UniqueFd(::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC));
+}
+
+}  // namespace
+
+std::string spare_netns_socket_path(const std::string& state_root) {
+  return state_root + "/.userns.sock";
+}
+
+UniqueFd listen_for_spare_requests(const std::string& state_root) {
+  const std::string path = spare_netns_socket_path(state_root);
+  struct sockaddr_un addr {};
+  if (!socket_address(path, &addr)) return {};
+  UniqueFd sock(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  if (!sock) return {};
+  // A previous holder's (gone, or replaced along with its record): ours from now on.
+  ::unlink(path.c_str());
+  if (::bind(sock.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) return {};
+  if (::listen(sock.get(), 16) != 0) {
+    ::unlink(path.c_str());
+    return {};
+  }
+  return sock;
+}
+
+SpareNetworkNamespaces::SpareNetworkNamespaces() {
+  if (::unshare(CLONE_NEWNET) != 0) return;
+  home_ = open_own_network_namespace();
+  make_spare();
+}
+
+void SpareNetworkNamespaces::make_spare() {
+  spare_.reset();
+  if (!home_ || ::unshare(CLONE_NEWNET) != 0) return;
+  UniqueFd made = open_own_network_namespace();
+  // Back home before the spare can be handed out; if that fails the holder would sit in
+  // what it hands out: no more spares then.
+  if (::setns(home_.get(), CLONE_NEWNET) != 0) {
+    home_.reset();
+    return;
+  }
+  spare_ = std::move(made);
+}
+
+void SpareNetworkNamespaces::serve(int listen_fd) {
+  UniqueFd conn(::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC));
+  if (!conn) return;
+  struct ucred peer {};
+  socklen_t len = sizeof peer;
+  if (::getsockopt(conn.get(), SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0 ||
+      peer.uid != ::getuid()) {
+    return;  // not the caller's: closed without an answer
+  }
+  char byte = spare_ ? 's' : 'n';
+  struct iovec iov {
+    &byte, 1
+  };
+  struct msghdr msg {};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  if (spare_) {
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    struct cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+    cmsg->cmsg_level = SOL_SOCKET;
+    cmsg->cmsg_type = SCM_RIGHTS;
+    cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+    const int fd = spare_.get();
+    std::memcpy(CMSG_DATA(cmsg), &fd, sizeof fd);
+  }
+  (void)::sendmsg(conn.get(), &msg, MSG_NOSIGNAL);
+  conn.reset();
+  // Whether or not the send went through, this one is never handed again (a caller
+  // that vanished mid-way may still have received it).
+  make_spare();
+}
+
+UniqueFd take_spare_network_namespace(const std::string& state_root, int userns_fd) {
+  struct sockaddr_un addr {};
+  if (!socket_address(spare_netns_socket_path(state_root), &addr)) return {};
+  UniqueFd sock(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  if (!sock) return {};
+  // A holder that does not answer within a second is not waited for.
+  struct timeval timeout {
+    1, 0
+  };
+  ::setsockopt(sock.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  if (::connect(sock.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) return {};
+  char byte = 0;
+  struct iovec iov {
+    &byte, 1
+  };
+  struct msghdr msg {};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  ssize_t n;
+  do {
+    n = ::recvmsg(sock.get(), &msg, MSG_CMSG_CLOEXEC);
+  } while (n < 0 && errno == EINTR);
+  UniqueFd spare;
+  for (struct cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+        c->cmsg_len == CMSG_LEN(sizeof(int))) {
+      int fd = -1;
+      std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
+      spare.reset(fd);
+    }
+  }
+  if (n != 1 || byte != 's' || !spare || (msg.msg_flags & MSG_CTRUNC) != 0) return {};
+  // A network namespace, owned by the shared user namespace: anything else is not used.
+  if (::ioctl(spare.get(), NS_GET_NSTYPE) != CLONE_NEWNET) return {};
+  UniqueFd owner(::ioctl(spare.get(), NS_GET_USERNS));
+  struct stat a {
+  }, b{};
+  if (!owner || ::fstat(owner.get(), &a) != 0 || ::fstat(userns_fd, &b) != 0 ||
+      a.st_ino != b.st_ino || a.st_dev != b.st_dev) {
+    return {};
+  }
+  return spare;
+}
+
+}  // namespace mrun::userns
