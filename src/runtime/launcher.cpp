@@ -631,18 +631,22 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   if (!config.hooks.empty()) files.emplace_back("hooks.json", hooks_to_json(config.hooks));
   claim_name(store, ctx, state, files);
   bool subordinate = false;
-  auto cleanup = [&] {
+  // With KEEP_SPARE (an --rm container that ran and exited), storage it left empty is
+  // kept for the next container (runtime/storage.hpp).
+  auto cleanup = [&](bool keep_spare) {
     StateLock lock(store.root());
     MRUN_PHASE("run:cleanup-locked");
     try {
-      remove_storage(ctx, storage, subordinate);
+      if (!keep_spare || storage.empty() || !keep_storage_as_spare(ctx, storage)) {
+        remove_storage(ctx, storage, subordinate);
+      }
     } catch (const Error& e) {
       ctx.log.warn(e.what());
     }
     MRUN_PHASE("run:storage-removed");
     store.remove(config.name);
   };
-  ScopeGuard undo_claim(cleanup);
+  ScopeGuard undo_claim([&] { cleanup(false); });
   if (hooks.on_claimed) hooks.on_claimed(store.dir_of(config.name));
 
   MRUN_PHASE("run:claimed");
@@ -650,14 +654,7 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   const auto ids = plan_ids(config, privilege, ctx);
   subordinate = ids.kind == userns::MapKind::subordinate;
   state.subordinate_ids = subordinate;
-  if (!storage.empty()) {
-    // mkdir -p only the first time: it tries every component from / (a mkdir each).
-    if (::mkdir(storage.c_str(), 0700) != 0 && errno != EEXIST) sys::make_dirs(storage, 0700);
-    for (const char* sub : {"/upper", "/work", "/merged"}) {
-      const std::string dir = storage + sub;
-      if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) throw_errno("create " + dir);
-    }
-  }
+  if (!storage.empty()) make_storage(ctx, storage);
   std::optional<net::NetworkFiles> network_files;
   if (mrun_connects_network(config.network)) {
     net::NetworkFilesInput input{config.hostname, config.run.allow_host_loopback};
@@ -929,7 +926,7 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
 
   // 7. Record the exit (or remove everything with --rm).
   if (config.run.remove_on_exit) {
-    cleanup();
+    cleanup(true);
   } else {
     StateLock lock(store.root());
     state.status = Status::stopped;

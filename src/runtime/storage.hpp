@@ -1,6 +1,7 @@
 // Per-container storage (overlay upper/work dirs and the mount point) and its removal.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include "runtime/context.hpp"
@@ -8,6 +9,21 @@
 namespace mrun::runtime {
 
 std::string storage_dir_for(const Context& ctx, const std::string& name);
+
+// Makes DIR with upper/, work/ and merged/ for a new container: a kept spare when there
+// is one (see keep_storage_as_spare), else new directories.
+void make_storage(const Context& ctx, const std::string& dir);
+
+// At the end of an --rm container: keeps its storage, emptied, for the next container
+// instead of removing it, when the container left nothing in its upper layer (what
+// overlayfs left in work/ is removed; the next mount makes its own). Spares live in
+// DATA/containers/.spare, at most kMaxSpareStorages of them. Why: on a filesystem where
+// making and removing a directory is dear (ext4 without a journal, with discard, skips
+// every inode freed in the last minute when it allocates one), the four directories of
+// every --rm start were a tenth of it. Returns false when the storage was not kept (the
+// caller removes it).
+inline constexpr std::size_t kMaxSpareStorages = 4;
+bool keep_storage_as_spare(const Context& ctx, const std::string& dir);
 
 // Removes a container's storage. Rootless, the upper dir may hold files owned by
 // subordinate ids that the caller cannot delete directly (as `podman unshare rm`

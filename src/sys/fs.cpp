@@ -221,6 +221,28 @@ bool remove_children(int dir_fd, dev_t device) {
 }
 }  // namespace
 
+bool remove_children_of(int dir_fd) {
+  struct stat st {};
+  return ::fstat(dir_fd, &st) == 0 && remove_children(dir_fd, st.st_dev);
+}
+
+std::vector<std::string> directory_entries(int dir_fd) {
+  std::vector<std::string> names;
+  char buffer[4096];
+  for (;;) {
+    long n = ::syscall(SYS_getdents64, dir_fd, buffer, sizeof buffer);
+    if (n <= 0) break;
+    for (long at = 0; at < n;) {
+      const auto* entry = reinterpret_cast<const struct dirent64*>(buffer + at);
+      at += entry->d_reclen;
+      if (std::strcmp(entry->d_name, ".") != 0 && std::strcmp(entry->d_name, "..") != 0) {
+        names.emplace_back(entry->d_name);
+      }
+    }
+  }
+  return names;
+}
+
 bool remove_tree(const std::string& path) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) return errno == ENOENT;

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace mrun::sys {
 
@@ -38,6 +39,10 @@ bool is_private_dir(const std::string& path, uid_t uid);
 // rm -rf without following symlinks or crossing into other mounts. Returns false if
 // something could not be removed (EACCES/EPERM: files of other uids), true when gone.
 bool remove_tree(const std::string& path);
+// Everything in the directory DIR_FD, as remove_tree does (the directory stays).
+bool remove_children_of(int dir_fd);
+// The names in the directory DIR_FD (read from its current offset), without . and ..
+std::vector<std::string> directory_entries(int dir_fd);
 bool exists(const std::string& path);
 bool is_dir(const std::string& path);
 // Search PATH for an executable, like execvp: "" when not found.

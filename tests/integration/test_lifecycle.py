@@ -4,6 +4,7 @@ the foreground mrun is killed with SIGKILL."""
 import json
 import os
 import signal
+import subprocess
 
 import pytest
 
@@ -457,6 +458,59 @@ def test_upper_dir_follows_xdg_data_home(mrun, rootfs, name, tmp_path):
     finally:
         m("delete", "-f", name)
     assert not (data / "mrun/containers" / name).exists(), "mrun delete left the upper dir"
+
+
+def _spares(root):
+    try:
+        return {os.stat(os.path.join(root, n)).st_ino: os.path.join(root, n)
+                for n in os.listdir(root)}
+    except FileNotFoundError:
+        return {}
+
+
+def test_an_rm_containers_empty_storage_is_the_next_ones(mrun, rootfs, names, tmp_path):
+    """--rm keeps the storage a container left empty for the next one (runtime/
+    storage.hpp): the next container's storage is that directory, with empty layers;
+    storage a container wrote into is removed, never handed on; at most 4 are kept."""
+    if M.ROOTFUL:
+        m, containers = mrun, os.path.join(M.data_dir(), "containers")
+        subprocess.run(["rm", "-rf", os.path.join(containers, ".spare")], check=True)
+    else:
+        data = tmp_path / "xdg-data"
+        data.mkdir()
+        m, containers = mrun.with_env(XDG_DATA_HOME=str(data)), str(data / "mrun/containers")
+    spare_root = os.path.join(containers, ".spare")
+    M.assert_rc(m("run", "--rm", "--network", "none", rootfs, "/bin/true"))
+    kept = _spares(spare_root)
+    assert len(kept) == 1, kept
+    for layer in ("upper", "work", "merged"):
+        assert os.listdir(os.path.join(next(iter(kept.values())), layer)) == [], layer
+    # The next container runs in it (same inode); a spare taken is a spare no more.
+    name = names()
+    p = m.popen("run", "--rm", "--name", name, "--network", "none", rootfs, "/bin/sh", "-c",
+                "sleep 1")
+    try:
+        storage = os.path.join(containers, name)
+        assert M.wait_until(lambda: os.path.exists(storage), 5), "no storage for the container"
+        assert os.stat(storage).st_ino in kept, "the kept storage was not the next one's"
+        assert _spares(spare_root) == {}, "the spare was still offered while in use"
+    finally:
+        out, err = p.communicate(timeout=M.TIMEOUT)
+        assert p.returncode == 0, err
+    assert set(_spares(spare_root)) == set(kept), "not kept again after the second container"
+    # A container that writes to its root: its storage goes, and nothing of it reaches
+    # the next container.
+    M.assert_rc(m("run", "--rm", "--network", "none", rootfs, "/bin/sh", "-c",
+                  "echo secret > /written"))
+    r = m("run", "--rm", "--network", "none", rootfs, "/bin/sh", "-c", "ls /written")
+    assert r.rc != 0 and "written" not in r.out, r
+    for spare in _spares(spare_root).values():
+        assert os.listdir(os.path.join(spare, "upper")) == [], spare
+    # Bounded: six at once leave no more than four.
+    procs = [m.popen("run", "--rm", "--network", "none", rootfs, "/bin/sh", "-c", "sleep 1")
+             for _ in range(6)]
+    assert [q.wait(timeout=M.TIMEOUT) for q in procs] == [0] * 6
+    assert 1 <= len(_spares(spare_root)) <= 4, _spares(spare_root)
 
 
 # ---- edges ---------------------------------------------------------------------
