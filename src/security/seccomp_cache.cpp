@@ -105,22 +105,26 @@ std::optional<CompiledSeccomp> load_cached_seccomp(const std::string& dir, const
     if (n <= 0) return std::nullopt;
     done += static_cast<std::size_t>(n);
   }
+  // Compared and copied where they lie in DATA: the key holds the whole profile text,
+  // and copies of it are heap every start's mrun keeps resident.
   std::size_t pos = 0;
   std::uint64_t n = 0;
-  std::string stored_key, bytes;
   CompiledSeccomp out;
-  if (!get_u64(data, pos, n) || !get_bytes(data, pos, n, stored_key) || stored_key != key) {
+  if (!get_u64(data, pos, n) || n != key.size() || data.size() - pos < n ||
+      std::memcmp(data.data() + pos, key.data(), key.size()) != 0) {
     log.debug("seccomp cache: " + path + " is for another profile; recompiling");
     return std::nullopt;
   }
+  pos += n;
   std::uint64_t flags = 0, count = 0;
   if (!get_u64(data, pos, flags) || !get_u64(data, pos, count) || count > 4096 ||
-      !get_bytes(data, pos, count * sizeof(sock_filter), bytes)) {
+      data.size() - pos < count * sizeof(sock_filter)) {
     return std::nullopt;
   }
   out.flags = static_cast<unsigned int>(flags);
   out.program.resize(count);
-  std::memcpy(out.program.data(), bytes.data(), bytes.size());
+  std::memcpy(out.program.data(), data.data() + pos, count * sizeof(sock_filter));
+  pos += count * sizeof(sock_filter);
   for (auto* list : {&out.architectures, &out.unknown_syscalls}) {
     if (!get_u64(data, pos, count) || count > 100000) return std::nullopt;
     for (std::uint64_t i = 0; i < count; ++i) {
