@@ -644,7 +644,7 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
       ctx.log.warn(e.what());
     }
     MRUN_PHASE("run:storage-removed");
-    store.remove(config.name);
+    store.remove(config.name, keep_spare);
   };
   ScopeGuard undo_claim([&] { cleanup(false); });
   if (hooks.on_claimed) hooks.on_claimed(store.dir_of(config.name));

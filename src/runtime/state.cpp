@@ -155,6 +155,55 @@ namespace {
 constexpr const char* scratch_dir = ".claims";
 constexpr const char* scratch_prefix = "claim-";
 constexpr const char* remove_on_exit_index = ".rm";
+constexpr const char* remove_on_exit_anchor = ".anchor";  // dot: never a container's name
+}  // namespace
+
+namespace {
+
+constexpr const char* spare_dir = ".spare";
+constexpr int dir_flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+
+// The files a kept directory may hold: what every claim writes.
+bool only_claim_files(const std::vector<std::string>& names) {
+  for (const auto& name : names) {
+    if (name != "state.json" && name != "exec.json") return false;
+  }
+  return true;
+}
+
+// A kept state directory renamed to SCRATCH (atomic: of two claims, one gets each),
+// checked to hold only what a claim writes; false when there is none.
+bool take_spare_dir(const std::string& root, const std::string& scratch) {
+  UniqueFd spares(::open((root + "/" + spare_dir).c_str(), dir_flags));
+  if (!spares) return false;
+  for (const auto& name : sys::directory_entries(spares.get())) {
+    if (::renameat(spares.get(), name.c_str(), AT_FDCWD, scratch.c_str()) != 0) continue;
+    UniqueFd dir(::open(scratch.c_str(), dir_flags));
+    struct stat st {};
+    if (dir && ::fstat(dir.get(), &st) == 0 && st.st_uid == ::geteuid() &&
+        only_claim_files(sys::directory_entries(dir.get()))) {
+      return true;
+    }
+    sys::remove_tree(scratch);
+  }
+  return false;
+}
+
+// CONTENT into PATH, over what a kept directory's file held (same inode, its blocks
+// reused), or into a new file where there is none.
+void rewrite_file(const std::string& path, const std::string& content) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) {
+    sys::write_new_file(path, content);
+    return;
+  }
+  if (::pwrite(fd.get(), content.data(), content.size(), 0) !=
+          static_cast<ssize_t>(content.size()) ||
+      ::ftruncate(fd.get(), static_cast<off_t>(content.size())) != 0) {
+    throw_errno("write " + path);
+  }
+}
+
 }  // namespace
 
 bool StateStore::claim(const ContainerState& state, const std::vector<NamedFile>& files) const {
@@ -165,12 +214,25 @@ bool StateStore::claim(const ContainerState& state, const std::vector<NamedFile>
   const std::string scratch =
       scratches + "/" + scratch_prefix + std::to_string(::getpid()) + "-" + state.name;
   sys::remove_tree(scratch);
-  if (::mkdir(scratch.c_str(), 0700) != 0) {
+  const bool reused = take_spare_dir(root_, scratch);
+  if (!reused && ::mkdir(scratch.c_str(), 0700) != 0) {
     throw_errno("create state directory in " + root_, "pass a writable --root DIR");
   }
   try {
-    sys::write_new_file(scratch + "/state.json", state_to_json(state));
-    for (const auto& [name, content] : files) sys::write_new_file(scratch + "/" + name, content);
+    auto put = reused ? rewrite_file : [](const std::string& path, const std::string& content) {
+      sys::write_new_file(path, content);
+    };
+    put(scratch + "/state.json", state_to_json(state));
+    bool wrote_exec = false;
+    for (const auto& [name, content] : files) {
+      put(scratch + "/" + name, content);
+      wrote_exec = wrote_exec || name == "exec.json";
+    }
+    // A kept directory's exec.json this claim does not write is not this container's.
+    if (reused && !wrote_exec && ::unlink((scratch + "/exec.json").c_str()) != 0 &&
+        errno != ENOENT) {
+      throw_errno("remove " + scratch + "/exec.json");
+    }
   } catch (...) {
     sys::remove_tree(scratch);
     throw;
@@ -180,10 +242,19 @@ bool StateStore::claim(const ContainerState& state, const std::vector<NamedFile>
     if (state.remove_on_exit) {
       // Best effort: the name is claimed now, and without the entry only the full
       // sweep of `mrun list` finds the container should this mrun be killed.
+      // A hard link to one empty file of the index, not a file of its own: a directory
+      // entry costs no inode to make and none to free (on ext4 without a journal each
+      // inode made skips every one freed in the last minute).
       const std::string index = root_ + "/" + remove_on_exit_index;
-      ::mkdir(index.c_str(), 0700);
-      UniqueFd entry(::open((index + "/" + state.name).c_str(),
-                            O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+      const std::string anchor = index + "/" + remove_on_exit_anchor;
+      const std::string entry = index + "/" + state.name;
+      if (::link(anchor.c_str(), entry.c_str()) != 0) {
+        ::mkdir(index.c_str(), 0700);
+        UniqueFd made(::open(anchor.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+        if (::link(anchor.c_str(), entry.c_str()) != 0) {  // EMLINK: a file of its own
+          UniqueFd own(::open(entry.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+        }
+      }
     }
     return true;
   }
@@ -246,13 +317,31 @@ std::vector<std::string> StateStore::remove_on_exit_names() const {
   return names;
 }
 
-void StateStore::remove(const std::string& name) const {
+void StateStore::remove(const std::string& name, bool keep_spare) const {
+  if (keep_spare && keep_as_spare(name)) {
+    ::unlink((root_ + "/" + remove_on_exit_index + "/" + name).c_str());
+    return;
+  }
   if (!sys::remove_tree(dir_of(name))) {
     throw Error("remove state directory " + dir_of(name), errno);
   }
   // After the directory: a kill in between leaves an entry without a container, which
   // the next sweep drops.
   ::unlink((root_ + "/" + remove_on_exit_index + "/" + name).c_str());
+}
+
+bool StateStore::keep_as_spare(const std::string& name) const {
+  UniqueFd dir(::open(dir_of(name).c_str(), dir_flags));
+  if (!dir || !only_claim_files(sys::directory_entries(dir.get()))) return false;
+  const std::string spares = root_ + "/" + spare_dir;
+  if (::mkdir(spares.c_str(), 0700) != 0 && errno != EEXIST) return false;
+  UniqueFd spares_fd(::open(spares.c_str(), dir_flags));
+  if (!spares_fd || sys::directory_entries(spares_fd.get()).size() >= kMaxSpareStateDirs) {
+    return false;
+  }
+  static unsigned counter = 0;
+  const std::string kept = std::to_string(::getpid()) + "-" + std::to_string(counter++);
+  return ::renameat(AT_FDCWD, dir_of(name).c_str(), spares_fd.get(), kept.c_str()) == 0;
 }
 
 std::string now_rfc3339() {

@@ -1,4 +1,5 @@
 #include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -143,4 +144,63 @@ TEST_CASE("now_rfc3339 is UTC in RFC 3339 form, as runc writes created") {
   const std::time_t back = ::timegm(&parsed);
   REQUIRE(back >= before);
   REQUIRE(back <= after);
+}
+
+TEST_CASE("an --rm container's state directory is kept and rewritten by the next claim") {
+  char tmpl[] = "/tmp/mrun-unit-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  const std::string root = std::string(tmpl) + "/state";
+  StateStore store(root);
+  store.ensure_root();
+  auto inode_of = [](const std::string& path) {
+    struct stat st {};
+    REQUIRE(::stat(path.c_str(), &st) == 0);
+    return st.st_ino;
+  };
+  ContainerState first;
+  first.name = "first-with-a-longer-name";
+  first.command = {"/bin/sh", "-c", "a command longer than the next one's"};
+  REQUIRE(store.claim(first, {{"exec.json", std::string(900, 'x')}}));
+  const auto dir_inode = inode_of(store.dir_of(first.name));
+  store.remove(first.name, true);
+  REQUIRE_FALSE(store.read(first.name).has_value());
+  REQUIRE(store.list().empty());
+
+  ContainerState next;
+  next.name = "b";
+  next.command = {"/bin/true"};
+  REQUIRE(store.claim(next, {{"exec.json", "{}"}}));
+  // The kept directory, its files rewritten whole: nothing of the first container's.
+  REQUIRE(inode_of(store.dir_of("b")) == dir_inode);
+  REQUIRE(store.read("b")->command == next.command);
+  REQUIRE(mrun::sys::read_file(store.dir_of("b") + "/exec.json") == std::string("{}"));
+  const auto state_text = mrun::sys::read_file(store.dir_of("b") + "/state.json");
+  REQUIRE(state_text->find("longer") == std::string::npos);
+  // A claim without exec.json does not inherit the kept one's.
+  store.remove("b", true);
+  ContainerState bare;
+  bare.name = "c";
+  REQUIRE(store.claim(bare));
+  REQUIRE_FALSE(mrun::sys::exists(store.dir_of("c") + "/exec.json"));
+
+  // A directory with more than a claim writes (a fifo, hooks) is removed, not kept.
+  mrun::sys::write_file_atomic(store.dir_of("c") + "/hooks.json", "[]", 0600);
+  store.remove("c", true);
+  REQUIRE_FALSE(mrun::sys::exists(store.dir_of("c")));
+  // At most kMaxSpareStateDirs are kept.
+  for (int i = 0; i < 6; ++i) {
+    ContainerState s;
+    s.name = "n" + std::to_string(i);
+    REQUIRE(store.claim(s));
+  }
+  for (int i = 0; i < 6; ++i) store.remove("n" + std::to_string(i), true);
+  std::size_t kept = 0;
+  for (const char* sub : {"/.spare"}) {
+    if (DIR* d = ::opendir((root + sub).c_str())) {
+      while (struct dirent* e = ::readdir(d)) kept += e->d_name[0] != '.';
+      ::closedir(d);
+    }
+  }
+  REQUIRE(kept == StateStore::kMaxSpareStateDirs);
+  REQUIRE(mrun::sys::remove_tree(tmpl));
 }
