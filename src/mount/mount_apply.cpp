@@ -8,6 +8,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "base/error.hpp"
 #include "base/strings.hpp"
@@ -21,9 +24,11 @@ namespace mrun::mount {
 namespace {
 
 // Every step of the plan works on descriptors: the root is opened once (after the rootfs
-// is mounted on it), each target is opened inside it with openat2(RESOLVE_IN_ROOT) and
-// the mount is attached onto that descriptor. Nothing is resolved twice, and nothing of
-// the image is ever used as a source: the masks' /dev/null is the host's, opened here.
+// is mounted on it), each target is opened inside it with openat2(RESOLVE_IN_ROOT), or
+// made relative to its parent's descriptor so opened, and the mount is attached onto that
+// descriptor. A target is opened once (an optional step's check hands its descriptor on),
+// and nothing of the image is ever used as a source: the masks' /dev/null is the host's,
+// opened here.
 class PlanApplier {
  public:
   PlanApplier(const std::string& root, const Logger& log)
@@ -31,12 +36,17 @@ class PlanApplier {
     if (!root_) throw_errno("open container root " + root);
   }
 
-  void apply(const MountStep& step) {
+  // Carries out one step. `at` is the target when the caller has opened it already (an
+  // optional step's existence check, open_existing): it is used as it is, not opened again.
+  void apply(const MountStep& step, UniqueFd at = {}) {
+    // A directory kept from the last symlink or node step is only reused by the next
+    // such step: any other step attaches a mount, which may cover it.
+    if (step.kind != StepKind::symlink && step.kind != StepKind::device_node) forget_dir();
     switch (step.kind) {
-      case StepKind::filesystem: filesystem(step); break;
-      case StepKind::bind: bind(step); break;
-      case StepKind::mask: mask(step); break;
-      case StepKind::read_only: read_only(step); break;
+      case StepKind::filesystem: filesystem(step, std::move(at)); break;
+      case StepKind::bind: bind(step, std::move(at)); break;
+      case StepKind::mask: mask(step, std::move(at)); break;
+      case StepKind::read_only: read_only(step, std::move(at)); break;
       case StepKind::symlink: symlink(step); break;
       case StepKind::device_node: device_node(step); break;
       case StepKind::root_read_only:
@@ -46,68 +56,93 @@ class PlanApplier {
     }
   }
 
-  // An optional step whose target is absent is skipped (a kernel without /proc/acpi).
-  bool exists(const std::string& path) {
+  // An optional step's target, or an invalid descriptor when it cannot be opened (a kernel
+  // without /proc/acpi): the step is then skipped. The descriptor is the step's target.
+  UniqueFd open_existing(const std::string& path) {
     int err = 0;
-    return sys::try_open_in_root(root_.get(), path, O_PATH, &err).valid();
+    return sys::try_open_in_root(root_.get(), path, O_PATH, &err);
   }
 
  private:
-  // Opens `path` inside the root (O_PATH), creating what is missing as directories, and
-  // the last component as an empty file when `as_file`. Each new component is made
-  // relative to its parent's descriptor and opened from it; a symlink planted meanwhile
-  // still resolves inside the root.
+  // `path` split into its parent ("/" at the top) and last component, "" and "."
+  // components left out; the leaf is empty for the root itself.
+  static std::pair<std::string, std::string> split_leaf(const std::string& path) {
+    std::vector<std::string> parts;
+    for (auto& part : split(path, '/')) {
+      if (!part.empty() && part != ".") parts.push_back(std::move(part));
+    }
+    if (parts.empty()) return {"/", ""};
+    std::string parent;
+    for (std::size_t i = 0; i + 1 < parts.size(); ++i) parent += "/" + parts[i];
+    return {parent.empty() ? "/" : parent, parts.back()};
+  }
+
+  // Opens `path` inside the root (O_PATH). When it is missing and `create`, its parent is
+  // opened inside the root the same way (and made first, recursively, only when it is
+  // missing too: the walk goes up no further than the first directory that exists), and
+  // the leaf is made relative to the parent's descriptor, as a directory, or an empty file
+  // when `as_file`. Every lookup is either openat2(RESOLVE_IN_ROOT) from the root or an
+  // *at call on a descriptor so obtained: a symlink of the image, or one planted
+  // meanwhile, resolves inside the root and nowhere else.
   UniqueFd target(const std::string& path, bool create, bool as_file) {
     int err = 0;
     UniqueFd fd = sys::try_open_in_root(root_.get(), path, O_PATH, &err);
-    if (fd || !create || err != ENOENT) {
-      if (!fd) throw_errno(err, "open " + path + " inside the container root");
-      return fd;
+    if (fd) return fd;
+    auto [parent_path, leaf] = split_leaf(path);
+    if (!create || err != ENOENT || leaf.empty()) {
+      throw_errno(err, "open " + path + " inside the container root");
     }
-    auto parts = split(path, '/');
-    std::string prefix;
-    UniqueFd parent = sys::open_in_root(root_.get(), "/", O_PATH | O_DIRECTORY);
-    for (std::size_t i = 0; i < parts.size(); ++i) {
-      if (parts[i].empty() || parts[i] == ".") continue;
-      prefix += "/" + parts[i];
-      const bool leaf = i + 1 == parts.size();
-      UniqueFd next = sys::try_open_in_root(root_.get(), prefix, O_PATH, &err);
-      if (!next) {
-        if (err != ENOENT) throw_errno(err, "open " + prefix + " inside the container root");
-        make_entry(parent.get(), parts[i], leaf && as_file, prefix);
-        // What was just made, from its parent's descriptor and following no link: a
-        // directory above swapped for a symlink meanwhile (a shared volume's, raced)
-        // does not make it vanish. Should the entry itself have been swapped, the path
-        // is resolved inside the root once more, which is safe either way.
-        next = sys::try_open_entry(parent.get(), parts[i], O_PATH, &err);
-        if (!next) next = sys::open_in_root(root_.get(), prefix, O_PATH);
-      }
-      parent = std::move(next);
-    }
-    return parent;
+    UniqueFd parent = target(parent_path, true, false);
+    return make_entry(parent.get(), leaf, as_file, path);
   }
 
-  static void make_entry(int dir, const std::string& name, bool file, const std::string& path) {
+  // A target the caller opened already, else `path` opened (and made) as target() does.
+  UniqueFd target(UniqueFd given, const std::string& path, bool create, bool as_file) {
+    return given ? std::move(given) : target(path, create, as_file);
+  }
+
+  // Makes `name` in the directory `dir` and returns it. A new file is created with
+  // O_CREAT|O_EXCL|O_NOFOLLOW (never through a symlink, never an entry that was there),
+  // and the descriptor of that creation is the target itself. A directory (mkdirat
+  // follows nothing) is opened from its parent's descriptor following no link at all: a
+  // directory above swapped for a symlink meanwhile (a shared volume's, raced) does not
+  // make it vanish. Should the entry itself have been there already or been swapped, the
+  // path is resolved inside the root once more, which is safe either way.
+  UniqueFd make_entry(int dir, const std::string& name, bool file, const std::string& path) {
     if (file) {
       UniqueFd created(
-          ::openat(dir, name.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644));
-      if (!created && errno != EEXIST) throw_errno("create mount point " + path);
+          ::openat(dir, name.c_str(), O_CREAT | O_EXCL | O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0644));
+      if (created) return created;
+      if (errno != EEXIST) throw_errno("create mount point " + path);
     } else if (::mkdirat(dir, name.c_str(), 0755) != 0 && errno != EEXIST) {
       throw_errno("create mount point " + path + " in the container");
     }
+    int err = 0;
+    UniqueFd fd = sys::try_open_entry(dir, name, O_PATH, &err);
+    return fd ? std::move(fd) : sys::open_in_root(root_.get(), path, O_PATH);
   }
 
-  // The parent directory of `path` inside the root (created if missing) and the leaf name.
-  std::pair<UniqueFd, std::string> parent_and_leaf(const std::string& path) {
-    auto slash = path.rfind('/');
-    std::string parent_path =
-        slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);
-    UniqueFd parent = target(parent_path, true, false);
-    return {std::move(parent), path.substr(slash + 1)};
+  // The parent directory of `path` inside the root (created if missing) and the leaf
+  // name. Consecutive symlink and node steps share a directory (/dev's links): the
+  // descriptor is kept, keyed by the parent's path, until a step that mounts (apply).
+  // What such steps make are entries inside that directory, which cannot change where
+  // the same path resolves.
+  std::pair<int, std::string> parent_and_leaf(const std::string& path) {
+    auto [parent_path, leaf] = split_leaf(path);
+    if (!dir_ || dir_path_ != parent_path) {
+      dir_ = target(parent_path, true, false);
+      dir_path_ = parent_path;
+    }
+    return {dir_.get(), leaf};
   }
 
-  void filesystem(const MountStep& step) {
-    UniqueFd at = target(step.target, true, false);
+  void forget_dir() {
+    dir_.reset();
+    dir_path_.clear();
+  }
+
+  void filesystem(const MountStep& step, UniqueFd given) {
+    UniqueFd at = target(std::move(given), step.target, true, false);
     const std::string what = step.fstype + " on " + step.target;
     UniqueFd mnt;
     try {
@@ -155,8 +190,8 @@ class PlanApplier {
     sys::set_mount_attrs(mnt, 0, 0, step.propagation, step.propagation_recursive, what);
   }
 
-  void bind(const MountStep& step) {
-    UniqueFd at = target(step.target, true, step.target_is_file);
+  void bind(const MountStep& step, UniqueFd given) {
+    UniqueFd at = target(std::move(given), step.target, true, step.target_is_file);
     const std::string what = step.source + " on " + step.target;
     // CVE-2019-16884 through the image: the plan refused /proc by name, but an image's
     // symlink (/foo -> /proc) resolves there too. The descriptor says where it landed.
@@ -183,8 +218,8 @@ class PlanApplier {
 
   // A directory gets an empty read-only tmpfs; anything else the host's /dev/null, read
   // only, so that even a container holding CAP_FOWNER cannot chmod the node through it.
-  void mask(const MountStep& step) {
-    UniqueFd at = target(step.target, false, false);
+  void mask(const MountStep& step, UniqueFd given) {
+    UniqueFd at = target(std::move(given), step.target, false, false);
     struct stat st {};
     if (::fstat(at.get(), &st) != 0) throw_errno("stat " + step.target);
     const std::string what = "mask on " + step.target;
@@ -202,8 +237,8 @@ class PlanApplier {
     sys::attach_mount(mnt.get(), at.get(), what);
   }
 
-  void read_only(const MountStep& step) {
-    UniqueFd at = target(step.target, false, false);
+  void read_only(const MountStep& step, UniqueFd given) {
+    UniqueFd at = target(std::move(given), step.target, false, false);
     const std::string what = "read-only " + step.target;
     UniqueFd tree = sys::clone_mount(at.get(), true, what);
     sys::set_mount_attrs(tree.get(), MOUNT_ATTR_RDONLY, true, what);
@@ -212,7 +247,7 @@ class PlanApplier {
 
   void symlink(const MountStep& step) {
     auto [dir, leaf] = parent_and_leaf(step.target);
-    if (::symlinkat(step.source.c_str(), dir.get(), leaf.c_str()) != 0 && errno != EEXIST) {
+    if (::symlinkat(step.source.c_str(), dir, leaf.c_str()) != 0 && errno != EEXIST) {
       throw_errno("create symlink " + step.target + " -> " + step.source);
     }
   }
@@ -222,23 +257,24 @@ class PlanApplier {
   void device_node(const MountStep& step) {
     auto [dir, leaf] = parent_and_leaf(step.target);
     // What the image has there (a node, a file) is replaced, as runc does.
-    if (::unlinkat(dir.get(), leaf.c_str(), 0) != 0 && errno != ENOENT) {
+    if (::unlinkat(dir, leaf.c_str(), 0) != 0 && errno != ENOENT) {
       throw_errno("remove " + step.target + " to make the device node");
     }
-    if (::mknodat(dir.get(), leaf.c_str(), step.node_type | (step.mode & 07777), step.device) !=
-        0) {
+    if (::mknodat(dir, leaf.c_str(), step.node_type | (step.mode & 07777), step.device) != 0) {
       throw_errno("mknod " + step.target + " (for " + step.source + ")",
                   "rootless containers cannot mknod; the node is bind-mounted instead");
     }
     // The host node's owner and mode (mknod's were cut by the umask).
-    if (::fchownat(dir.get(), leaf.c_str(), step.uid, step.gid, AT_SYMLINK_NOFOLLOW) != 0 ||
-        ::fchmodat(dir.get(), leaf.c_str(), step.mode & 07777, 0) != 0) {
+    if (::fchownat(dir, leaf.c_str(), step.uid, step.gid, AT_SYMLINK_NOFOLLOW) != 0 ||
+        ::fchmodat(dir, leaf.c_str(), step.mode & 07777, 0) != 0) {
       throw_errno("set owner and mode of " + step.target);
     }
   }
 
   UniqueFd root_;
   UniqueFd dev_null_;
+  UniqueFd dir_;  // parent_and_leaf's directory, and its path
+  std::string dir_path_;
   const Logger& log_;
 };
 
@@ -258,8 +294,12 @@ void apply_mount_plan(const std::string& root, const std::vector<MountStep>& pla
                       const Logger& log) {
   PlanApplier applier(root, log);
   for (const auto& step : plan) {
-    if (step.optional && !applier.exists(step.target)) continue;
-    applier.apply(step);
+    UniqueFd at;
+    if (step.optional) {
+      at = applier.open_existing(step.target);
+      if (!at) continue;
+    }
+    applier.apply(step, std::move(at));
   }
 }
 
