@@ -10,7 +10,7 @@ packages=(
   lld
   # libFuzzer and the sanitizer runtimes of clang 14 (tests/fuzz/, -fsanitize=fuzzer)
   libclang-rt-14-dev
-  libcap-dev libseccomp-dev libbpf-dev libcli11-dev catch2 nlohmann-json3-dev
+  libseccomp-dev libbpf-dev libcli11-dev catch2 nlohmann-json3-dev
   # runtime dependencies of a rootless container
   uidmap fuse-overlayfs fuse3 slirp4netns passt busybox-static iproute2 procps
   # rootful --network bridge: the CNI bridge, host-local and portmap plugins

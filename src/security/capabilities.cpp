@@ -1,12 +1,15 @@
 #include "security/capabilities.hpp"
 
-#include <sys/capability.h>
+#include <linux/capability.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <fstream>
+#include <iterator>
 
 #include "base/error.hpp"
 #include "base/strings.hpp"
@@ -40,14 +43,112 @@ int require_capability(const std::string& name, CapMask all, const std::string& 
   return *cap;
 }
 
+// The kernel's capability names, by number: each entry is a <linux/capability.h> macro
+// and its own spelling, so that a name and its number cannot drift apart.
+struct NamedCapability {
+  int value;
+  std::string_view name;
+};
+constexpr NamedCapability named(int value, std::string_view name) {
+  return {value, name};
+}
+#define MRUN_NAMED_CAP(cap) named(cap, #cap)
+constexpr NamedCapability kCapabilityNames[] = {
+    MRUN_NAMED_CAP(CAP_CHOWN),
+    MRUN_NAMED_CAP(CAP_DAC_OVERRIDE),
+    MRUN_NAMED_CAP(CAP_DAC_READ_SEARCH),
+    MRUN_NAMED_CAP(CAP_FOWNER),
+    MRUN_NAMED_CAP(CAP_FSETID),
+    MRUN_NAMED_CAP(CAP_KILL),
+    MRUN_NAMED_CAP(CAP_SETGID),
+    MRUN_NAMED_CAP(CAP_SETUID),
+    MRUN_NAMED_CAP(CAP_SETPCAP),
+    MRUN_NAMED_CAP(CAP_LINUX_IMMUTABLE),
+    MRUN_NAMED_CAP(CAP_NET_BIND_SERVICE),
+    MRUN_NAMED_CAP(CAP_NET_BROADCAST),
+    MRUN_NAMED_CAP(CAP_NET_ADMIN),
+    MRUN_NAMED_CAP(CAP_NET_RAW),
+    MRUN_NAMED_CAP(CAP_IPC_LOCK),
+    MRUN_NAMED_CAP(CAP_IPC_OWNER),
+    MRUN_NAMED_CAP(CAP_SYS_MODULE),
+    MRUN_NAMED_CAP(CAP_SYS_RAWIO),
+    MRUN_NAMED_CAP(CAP_SYS_CHROOT),
+    MRUN_NAMED_CAP(CAP_SYS_PTRACE),
+    MRUN_NAMED_CAP(CAP_SYS_PACCT),
+    MRUN_NAMED_CAP(CAP_SYS_ADMIN),
+    MRUN_NAMED_CAP(CAP_SYS_BOOT),
+    MRUN_NAMED_CAP(CAP_SYS_NICE),
+    MRUN_NAMED_CAP(CAP_SYS_RESOURCE),
+    MRUN_NAMED_CAP(CAP_SYS_TIME),
+    MRUN_NAMED_CAP(CAP_SYS_TTY_CONFIG),
+    MRUN_NAMED_CAP(CAP_MKNOD),
+    MRUN_NAMED_CAP(CAP_LEASE),
+    MRUN_NAMED_CAP(CAP_AUDIT_WRITE),
+    MRUN_NAMED_CAP(CAP_AUDIT_CONTROL),
+    MRUN_NAMED_CAP(CAP_SETFCAP),
+    MRUN_NAMED_CAP(CAP_MAC_OVERRIDE),
+    MRUN_NAMED_CAP(CAP_MAC_ADMIN),
+    MRUN_NAMED_CAP(CAP_SYSLOG),
+    MRUN_NAMED_CAP(CAP_WAKE_ALARM),
+    MRUN_NAMED_CAP(CAP_BLOCK_SUSPEND),
+    MRUN_NAMED_CAP(CAP_AUDIT_READ),
+    MRUN_NAMED_CAP(CAP_PERFMON),
+    MRUN_NAMED_CAP(CAP_BPF),
+    MRUN_NAMED_CAP(CAP_CHECKPOINT_RESTORE),
+};
+#undef MRUN_NAMED_CAP
+constexpr bool numbered_in_order() {
+  for (std::size_t i = 0; i < std::size(kCapabilityNames); ++i) {
+    if (kCapabilityNames[i].value != static_cast<int>(i)) return false;
+  }
+  return true;
+}
+static_assert(numbered_in_order(), "kCapabilityNames[N] must be capability N");
+// A newer <linux/capability.h> names more: add them above.
+static_assert(std::size(kCapabilityNames) == CAP_LAST_CAP + 1, "a capability has no name here");
+
+// capget/capset, version 3: each set is 64 bits in two 32-bit words.
+struct ProcessCapabilities {
+  CapMask effective = 0, permitted = 0, inheritable = 0;
+};
+
+bool read_capabilities(ProcessCapabilities& out) {
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
+  if (::syscall(SYS_capget, &header, data) != 0) return false;
+  auto join = [](std::uint32_t low, std::uint32_t high) { return CapMask{high} << 32 | low; };
+  out.effective = join(data[0].effective, data[1].effective);
+  out.permitted = join(data[0].permitted, data[1].permitted);
+  out.inheritable = join(data[0].inheritable, data[1].inheritable);
+  return true;
+}
+
+bool write_capabilities(const ProcessCapabilities& caps) {
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
+  for (int word = 0; word < _LINUX_CAPABILITY_U32S_3; ++word) {
+    const int shift = 32 * word;
+    data[word].effective = static_cast<std::uint32_t>(caps.effective >> shift);
+    data[word].permitted = static_cast<std::uint32_t>(caps.permitted >> shift);
+    data[word].inheritable = static_cast<std::uint32_t>(caps.inheritable >> shift);
+  }
+  return ::syscall(SYS_capset, &header, data) == 0;
+}
+
 }  // namespace
 
 int kernel_last_capability() {
   std::ifstream in("/proc/sys/kernel/cap_last_cap");
   int last = -1;
   if (in >> last && last >= 0 && last < 64) return last;
-  // No /proc (unit tests in odd sandboxes): libcap's own probe of the kernel.
-  return static_cast<int>(cap_max_bits()) - 1;
+  // No /proc (unit tests in odd sandboxes): ask the kernel, which answers EINVAL for a
+  // capability it does not know.
+  last = 0;
+  while (last < 63 &&
+         ::prctl(PR_CAPBSET_READ, static_cast<unsigned long>(last + 1), 0L, 0L, 0L) >= 0) {
+    ++last;
+  }
+  return last;
 }
 
 CapMask all_capabilities(int last) {
@@ -57,25 +158,19 @@ CapMask all_capabilities(int last) {
 std::optional<int> capability_from_name(std::string_view name) {
   std::string text = upper(name);
   if (text.empty()) return std::nullopt;
-  // libcap also parses numbers; a number is not a name a user should have to know.
-  if (std::all_of(text.begin(), text.end(), [](char c) { return std::isdigit(c) != 0; })) {
-    return std::nullopt;
-  }
+  // Names only: a number is not a name a user should have to know ("12", "CAP_12").
   if (text.rfind("CAP_", 0) != 0) text = "CAP_" + text;
-  std::string lower;
-  for (char c : text) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  cap_value_t value = 0;
-  if (cap_from_name(lower.c_str(), &value) != 0 || value < 0 || value > 63) return std::nullopt;
-  return static_cast<int>(value);
+  for (const auto& known : kCapabilityNames) {
+    if (known.name == text) return known.value;
+  }
+  return std::nullopt;
 }
 
 std::string capability_name(int cap) {
-  char* text = cap_to_name(static_cast<cap_value_t>(cap));
-  std::string name = text != nullptr ? upper(text) : "CAP_" + std::to_string(cap);
-  cap_free(text);
-  // libcap prints unnamed capabilities as bare numbers.
-  if (name.rfind("CAP_", 0) != 0) name = "CAP_" + name;
-  return name;
+  if (cap >= 0 && static_cast<std::size_t>(cap) < std::size(kCapabilityNames)) {
+    return std::string(kCapabilityNames[cap].name);
+  }
+  return "CAP_" + std::to_string(cap);  // newer than this build's kernel headers
 }
 
 std::string capability_list(CapMask mask) {
@@ -205,8 +300,9 @@ ExactCapabilityPlan plan_exact_capabilities(const ExactCapabilityRequest& reques
 void drop_bounding_set(const CapabilityPlan& plan, int last_cap) {
   for (int cap = 0; cap <= last_cap; ++cap) {
     if (plan.bounding & cap_bit(cap)) continue;
-    if (cap_drop_bound(static_cast<cap_value_t>(cap)) != 0) {
-      throw_errno("drop " + capability_name(cap) + " from the bounding set",
+    if (::prctl(PR_CAPBSET_DROP, static_cast<unsigned long>(cap), 0L, 0L, 0L) != 0) {
+      int err = errno;
+      throw_errno(err, "drop " + capability_name(cap) + " from the bounding set",
                   "the container's setup process must hold CAP_SETPCAP");
     }
   }
@@ -217,54 +313,36 @@ void keep_capabilities_across_setuid() {
 }
 
 CapMask permitted_capabilities() {
-  cap_t caps = cap_get_proc();
-  if (caps == nullptr) throw_errno("read the process's capabilities");
-  CapMask mask = 0;
-  for (int cap = 0; cap < 64 && CAP_IS_SUPPORTED(cap); ++cap) {
-    cap_flag_value_t value = CAP_CLEAR;
-    if (cap_get_flag(caps, static_cast<cap_value_t>(cap), CAP_PERMITTED, &value) == 0 &&
-        value == CAP_SET) {
-      mask |= cap_bit(cap);
-    }
-  }
-  cap_free(caps);
-  return mask;
+  ProcessCapabilities caps;
+  if (!read_capabilities(caps)) throw_errno("read the process's capabilities");
+  return caps.permitted;
 }
 
 void set_process_capabilities(const CapabilityPlan& plan, CapMask extra) {
-  cap_t caps = cap_init();  // all clear
-  if (caps == nullptr) throw_errno("cap_init");
-  auto set = [&](cap_flag_t flag, CapMask mask) {
-    for (int cap = 0; cap < 64; ++cap) {
-      if ((mask & cap_bit(cap)) == 0) continue;
-      cap_value_t value = static_cast<cap_value_t>(cap);
-      if (cap_set_flag(caps, flag, 1, &value, CAP_SET) != 0) {
-        int err = errno;
-        cap_free(caps);
-        throw_errno(err, "set " + capability_name(cap) + " in the capability plan");
-      }
-    }
-  };
-  set(CAP_EFFECTIVE, plan.effective | extra);
-  set(CAP_PERMITTED, plan.permitted | extra);
-  set(CAP_INHERITABLE, plan.inheritable);
-  int rc = cap_set_proc(caps);
-  int err = errno;
-  cap_free(caps);
-  if (rc != 0) {
+  ProcessCapabilities caps;
+  caps.effective = plan.effective | extra;
+  caps.permitted = plan.permitted | extra;
+  caps.inheritable = plan.inheritable;
+  if (!write_capabilities(caps)) {
+    int err = errno;  // before the message's strings are built
     throw_errno(
         err,
         "set the container's capabilities (capset) to " + capability_list(plan.effective | extra),
         "mrun can only give what it holds itself: compare with the CapPrm of its "
         "own /proc/self/status (rootful), or drop the --cap-add");
   }
-  // The ambient set survives execve for non-setuid programs: start from empty, then
-  // raise only what the plan gives (a non-root user's --cap-add).
-  if (cap_reset_ambient() != 0 && errno != EINVAL) throw_errno("clear the ambient capability set");
+  // The ambient set survives execve for non-setuid programs: start from empty (one
+  // PR_CAP_AMBIENT_CLEAR_ALL; EINVAL: a kernel without ambient capabilities), then raise
+  // only what the plan gives (a non-root user's --cap-add).
+  if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0L, 0L, 0L) != 0 && errno != EINVAL) {
+    throw_errno("clear the ambient capability set");
+  }
   for (int cap = 0; cap < 64; ++cap) {
     if ((plan.ambient & cap_bit(cap)) == 0) continue;
-    if (cap_set_ambient(static_cast<cap_value_t>(cap), CAP_SET) != 0) {
-      throw_errno("raise " + capability_name(cap) + " in the ambient set");
+    if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, static_cast<unsigned long>(cap), 0L, 0L) !=
+        0) {
+      int err = errno;
+      throw_errno(err, "raise " + capability_name(cap) + " in the ambient set");
     }
   }
   if (::prctl(PR_SET_KEEPCAPS, 0L, 0L, 0L, 0L) != 0) throw_errno("prctl(PR_SET_KEEPCAPS, 0)");

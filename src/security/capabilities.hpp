@@ -1,4 +1,5 @@
-// Capabilities: names, the planned sets (pure), and applying them (libcap).
+// Capabilities: names, the planned sets (pure), and applying them (capset, prctl: the
+// kernel's calls themselves, each made once, with no library probing around them).
 //
 // The plan follows podman: the bounding set is the default set (policy/caps.conf) plus
 // --cap-add minus --cap-drop; container root gets it as effective and permitted set
@@ -36,10 +37,10 @@ int kernel_last_capability();
 // Every capability up to and including `last`.
 CapMask all_capabilities(int last);
 
-// "CHOWN", "CAP_CHOWN", "cap_chown" -> 0; nullopt for anything libcap does not know
-// (numbers are not names and are refused too).
+// "CHOWN", "CAP_CHOWN", "cap_chown" -> 0; nullopt for anything <linux/capability.h>
+// does not name (numbers are not names and are refused too).
 std::optional<int> capability_from_name(std::string_view name);
-// "CAP_CHOWN"; "CAP_N" for a number libcap has no name for.
+// "CAP_CHOWN"; "CAP_N" for a number this build's kernel headers have no name for.
 std::string capability_name(int cap);
 // "CAP_CHOWN,CAP_KILL" in bit order; "" for an empty mask.
 std::string capability_list(CapMask mask);
@@ -87,7 +88,7 @@ struct ExactCapabilityPlan {
   // and `crun spec` write such an ambient set for root, where it changes nothing).
   CapMask ambient_not_raised = 0;
 };
-// Pure. Throws mrun::Error (exit 125) naming the set for a name libcap does not know and
+// Pure. Throws mrun::Error (exit 125) naming the set for a name mrun does not know and
 // for what capset(2) always refuses: effective outside permitted, inheritable outside
 // bounding.
 ExactCapabilityPlan plan_exact_capabilities(const ExactCapabilityRequest& request);

@@ -1,7 +1,7 @@
 // What the user asked for about isolation (--security-opt, --cap-add, --cap-drop,
-// --privileged), as typed data in ContainerConfig. Deliberately free of libseccomp and
-// libcap types: the CLI and the config reader fill it, security_plan.cpp turns it into
-// a SecurityPlan in the parent before clone.
+// --privileged), as typed data in ContainerConfig. Deliberately free of libseccomp
+// types: the CLI and the config reader fill it, security_plan.cpp turns it into a
+// SecurityPlan in the parent before clone.
 #pragma once
 
 #include <optional>

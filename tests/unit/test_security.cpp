@@ -12,7 +12,9 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
+#include <stdexcept>
 #include <string>
 
 #include "base/error.hpp"
@@ -157,8 +159,101 @@ TEST_CASE("capabilities: names", "[security]") {
   CHECK_FALSE(capability_from_name("CAP_FLY"));
   CHECK_FALSE(capability_from_name("12"));
   CHECK(capability_name(5) == "CAP_KILL");
+  // A number is no name, with or without the prefix.
+  CHECK_FALSE(capability_from_name("CAP_12"));
+  // Every capability of the kernel headers, there and back; one beyond them is a number.
+  for (int cap = 0; cap <= CAP_LAST_CAP; ++cap) {
+    INFO(cap);
+    CHECK(capability_from_name(capability_name(cap)) == cap);
+  }
+  CHECK(capability_name(CAP_CHECKPOINT_RESTORE) == "CAP_CHECKPOINT_RESTORE");
+  CHECK(capability_name(CAP_LAST_CAP + 1) == "CAP_" + std::to_string(CAP_LAST_CAP + 1));
+  CHECK(kernel_last_capability() >= CAP_BPF);
   auto msg = error_of([] { parse_caps_conf("# x\nCAP_KILL\n\n  CAP_FLY # no\n", "caps.conf"); });
   CHECK_THAT(msg, Catch::Contains("caps.conf:4: unknown capability \"CAP_FLY\""));
+}
+
+// One capability set of this process as /proc/self/status shows it ("CapEff" ...).
+CapMask status_caps(const std::string& field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(field + ":", 0) == 0)
+      return std::stoull(line.substr(field.size() + 1), nullptr, 16);
+  }
+  throw std::runtime_error("no " + field + " in /proc/self/status");
+}
+
+// Runs `body` in a forked child; its exit status (0: every check there held).
+int in_child(const std::function<int()>& body) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int rc = 99;
+    try {
+      rc = body();
+    } catch (...) {
+      rc = 98;
+    }
+    ::_exit(rc);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  return WEXITSTATUS(status);
+}
+
+TEST_CASE("capabilities: the process's sets, read and set with capget/capset", "[security]") {
+  const CapMask held = permitted_capabilities();
+  CHECK(held == status_caps("CapPrm"));
+  // Root gives itself CAP_KILL and CAP_CHOWN in every set, ambient included, then the
+  // ambient CAP_KILL alone (cleared in between), then CAP_KILL alone everywhere. Anyone
+  // else holds nothing, and sets exactly that.
+  const CapMask both = held & (cap_bit(CAP_KILL) | cap_bit(CAP_CHOWN));
+  const CapMask kill = held & cap_bit(CAP_KILL);
+  CHECK(in_child([&] {
+          CapabilityPlan plan;
+          plan.effective = plan.permitted = plan.inheritable = plan.ambient = both;
+          set_process_capabilities(plan);
+          if (status_caps("CapAmb") != both || status_caps("CapInh") != both) return 1;
+          // Permitted and inheritable unchanged, so only the clear takes CAP_CHOWN out.
+          plan.ambient = kill;
+          set_process_capabilities(plan);
+          if (status_caps("CapAmb") != kill) return 2;
+          plan.effective = plan.permitted = plan.inheritable = kill;
+          set_process_capabilities(plan);
+          if (status_caps("CapEff") != kill || status_caps("CapPrm") != kill) return 3;
+          if (status_caps("CapInh") != kill) return 3;
+          if (permitted_capabilities() != kill) return 4;
+          return 0;
+        }) == 0);
+  // More than it holds: capset's EPERM, with the fix in the message.
+  if (held != all_capabilities(kernel_last_capability())) {
+    CHECK(in_child([&] {
+            CapabilityPlan plan;
+            plan.effective = plan.permitted = ~held & all_capabilities(kernel_last_capability());
+            try {
+              set_process_capabilities(plan);
+            } catch (const Error& e) {
+              return std::string(e.what()).find("CapPrm") != std::string::npos ? 0 : 2;
+            }
+            return 1;
+          }) == 0);
+  }
+}
+
+TEST_CASE("capabilities: the bounding set, dropped by PR_CAPBSET_DROP", "[security]") {
+  const int last = kernel_last_capability();
+  CapabilityPlan plan;
+  plan.bounding = cap_bit(CAP_KILL);
+  if (permitted_capabilities() & cap_bit(CAP_SETPCAP)) {
+    CHECK(in_child([&] {
+            drop_bounding_set(plan, last);
+            return status_caps("CapBnd") == cap_bit(CAP_KILL) ? 0 : 1;
+          }) == 0);
+  } else {
+    CHECK_THAT(error_of([&] { drop_bounding_set(plan, last); }),
+               Catch::Contains("drop CAP_CHOWN from the bounding set"));
+  }
 }
 
 TEST_CASE("capabilities: the default set is podman's 11", "[security]") {
