@@ -4,7 +4,6 @@
 // (ID PID STATUS BUNDLE CREATED OWNER) and mrun's COMMAND; the JSON objects carry runc's
 // field names (ociVersion id pid status bundle rootfs created owner annotations) next
 // to mrun's own (name exit_code command finished overlay rootless).
-#include <pwd.h>
 #include <unistd.h>
 #include <algorithm>
 
@@ -17,6 +16,7 @@
 #include "runtime/launcher.hpp"
 #include "runtime/state.hpp"
 #include "sys/fs.hpp"
+#include "sys/user_db.hpp"
 
 namespace mrun::cli {
 
@@ -106,8 +106,8 @@ class ListCommand : public Command {
  private:
   // The state root is the caller's own, so every container in it is the caller's.
   static std::string owner_name() {
-    struct passwd* pw = ::getpwuid(::getuid());
-    return pw ? pw->pw_name : std::to_string(::getuid());
+    auto user = sys::user_by_uid(::getuid());
+    return user ? user->name : std::to_string(::getuid());
   }
 
   std::string format_ = "table";

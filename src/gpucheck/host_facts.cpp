@@ -24,42 +24,36 @@
 #include "mount/devices.hpp"
 #include "runtime/state.hpp"
 #include "sys/fs.hpp"
+#include "sys/user_db.hpp"
 #include "userns/subid.hpp"
 
 namespace mrun::gpucheck {
 
 namespace {
 
-UserInfo from_passwd(const struct passwd* pw) {
+UserInfo from_passwd(const sys::UserEntry& entry) {
   UserInfo u;
-  u.name = pw->pw_name;
-  u.uid = pw->pw_uid;
-  u.gid = pw->pw_gid;
-  int n = 64;
-  std::vector<gid_t> groups(static_cast<std::size_t>(n));
-  if (::getgrouplist(u.name.c_str(), u.gid, groups.data(), &n) < 0) {
-    groups.resize(static_cast<std::size_t>(n));
-    ::getgrouplist(u.name.c_str(), u.gid, groups.data(), &n);
-  }
-  groups.resize(static_cast<std::size_t>(std::max(n, 0)));
-  u.db_groups = groups;
+  u.name = entry.name;
+  u.uid = entry.uid;
+  u.gid = entry.gid;
+  u.db_groups = sys::groups_of_user(u.name, u.gid);
   return u;
 }
 
 std::string user_of(uid_t uid) {
-  const struct passwd* pw = ::getpwuid(uid);
-  return pw ? pw->pw_name : std::to_string(uid);
+  auto user = sys::user_by_uid(uid);
+  return user ? user->name : std::to_string(uid);
 }
 
 std::string group_of(gid_t gid) {
-  const struct group* gr = ::getgrgid(gid);
-  return gr ? gr->gr_name : std::to_string(gid);
+  auto group = sys::group_by_gid(gid);
+  return group ? group->name : std::to_string(gid);
 }
 
 int group_gid(const char* name, gid_t* gid) {
-  const struct group* gr = ::getgrnam(name);
-  if (!gr) return -1;
-  *gid = gr->gr_gid;
+  auto group = sys::group_by_name(name);
+  if (!group) return -1;
+  *gid = group->gid;
   return 0;
 }
 
@@ -76,15 +70,15 @@ std::optional<std::pair<unsigned, unsigned>> sysfs_dev(const std::string& name) 
 }  // namespace
 
 UserInfo lookup_user(const std::string& name) {
-  const struct passwd* pw = ::getpwnam(name.c_str());
+  auto pw = sys::user_by_name(name);
   if (!pw)
     throw Error("no user named \"" + name + "\"", 0,
                 "name an existing unprivileged user with --rootless-user USER");
-  return from_passwd(pw);
+  return from_passwd(*pw);
 }
 
 UserInfo lookup_uid(uid_t uid) {
-  const struct passwd* pw = ::getpwuid(uid);
+  auto pw = sys::user_by_uid(uid);
   if (!pw) {
     UserInfo u;
     u.name = std::to_string(uid);
@@ -92,7 +86,7 @@ UserInfo lookup_uid(uid_t uid) {
     u.gid = ::getgid();
     return u;
   }
-  return from_passwd(pw);
+  return from_passwd(*pw);
 }
 
 std::optional<unsigned> fakegpu_major() {
@@ -371,9 +365,9 @@ DoctorFacts gather_doctor_facts(const std::string& container, const std::string&
   int n = ::getgroups(0, nullptr);
   f.groups.resize(static_cast<std::size_t>(std::max(n, 0)));
   if (n > 0) ::getgroups(n, f.groups.data());
-  if (const struct group* gr = ::getgrnam("fakegpu")) {
+  if (auto group = sys::group_by_name("fakegpu")) {
     f.in_group_db =
-        std::find(user.db_groups.begin(), user.db_groups.end(), gr->gr_gid) != user.db_groups.end();
+        std::find(user.db_groups.begin(), user.db_groups.end(), group->gid) != user.db_groups.end();
   }
   f.major = fakegpu_major();
   f.module_loaded = f.major.has_value() || sys::exists("/sys/module/fakegpu");

@@ -20,6 +20,7 @@
 #include "sys/fs.hpp"
 #include "sys/spawn.hpp"
 #include "sys/syscalls.hpp"
+#include "sys/user_db.hpp"
 #include "userns/subid.hpp"
 
 namespace mrun::gpucheck {
@@ -84,9 +85,9 @@ void apply_node_setup(NodeSetup setup, const std::vector<SavedNode>& nodes) {
   gid_t gid = 0;
   mode_t mode = 0600;
   if (setup == NodeSetup::group_0660) {
-    const struct group* gr = ::getgrnam("fakegpu");
-    if (!gr) throw Error("no group fakegpu", ENOENT, "groupadd --system fakegpu");
-    gid = gr->gr_gid;
+    auto group = sys::group_by_name("fakegpu");
+    if (!group) throw Error("no group fakegpu", ENOENT, "groupadd --system fakegpu");
+    gid = group->gid;
     mode = 0660;
   }
   for (const auto& n : nodes) set_node(n.path, 0, gid, mode);
@@ -253,9 +254,9 @@ MatrixReport run_matrix(const MatrixOptions& options) {
   auto major = fakegpu_major();
   facts.module = major && sys::exists("/dev/fakegpu0") && sys::exists("/dev/fakegpuctl");
   facts.two_devices = facts.module && sys::exists("/dev/fakegpu1");
-  if (const struct group* gr = ::getgrnam("fakegpu")) {
+  if (auto group = sys::group_by_name("fakegpu")) {
     facts.group_fakegpu = true;
-    gid_t gid = gr->gr_gid;
+    gid_t gid = group->gid;
     facts.user_in_group =
         std::find(user.db_groups.begin(), user.db_groups.end(), gid) != user.db_groups.end();
   }

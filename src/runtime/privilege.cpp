@@ -1,10 +1,9 @@
 #include "runtime/privilege.hpp"
 
-#include <pwd.h>
-
 #include <cstdlib>
 
 #include "sys/fs.hpp"
+#include "sys/user_db.hpp"
 
 namespace mrun::runtime {
 
@@ -16,9 +15,9 @@ std::string env_or(const char* name, const std::string& fallback) {
 
 // HOME unset (a service, `env -i`): the passwd entry's home, if it is the caller's.
 std::string passwd_home(uid_t uid) {
-  const struct passwd* pw = ::getpwuid(uid);
-  if (pw == nullptr || pw->pw_dir == nullptr || pw->pw_dir[0] != '/') return {};
-  std::string dir = pw->pw_dir;
+  auto user = sys::user_by_uid(uid);
+  if (!user || user->home.empty() || user->home[0] != '/') return {};
+  const std::string& dir = user->home;
   return sys::is_private_dir(dir, uid) ? dir : std::string();
 }
 }  // namespace

@@ -36,6 +36,7 @@
 
 #include "base/error.hpp"
 #include "sys/fs.hpp"
+#include "sys/user_db.hpp"
 
 namespace mrun::sys {
 
@@ -503,7 +504,8 @@ ProcessStat process_stat(pid_t pid) {
 
 void become_user(const std::string& name, uid_t uid, gid_t gid) {
   // Groups first: after setresuid we could no longer change them.
-  if (::initgroups(name.c_str(), gid) != 0) throw_errno("initgroups for " + name);
+  const std::vector<gid_t> groups = groups_of_user(name, gid);
+  if (::setgroups(groups.size(), groups.data()) != 0) throw_errno("set the groups of " + name);
   if (::setresgid(gid, gid, gid) != 0) throw_errno("setresgid " + std::to_string(gid));
   if (::setresuid(uid, uid, uid) != 0) throw_errno("setresuid " + std::to_string(uid));
 }

@@ -1,18 +1,18 @@
 #include "userns/caller.hpp"
 
-#include <pwd.h>
 #include <unistd.h>
 
 #include <sstream>
 
 #include "sys/fs.hpp"
+#include "sys/user_db.hpp"
 #include "userns/subid.hpp"
 
 namespace mrun::userns {
 
 std::string caller_name() {
-  struct passwd* pw = ::getpwuid(::getuid());
-  return pw != nullptr ? pw->pw_name : std::to_string(::getuid());
+  auto user = sys::user_by_uid(::getuid());
+  return user ? user->name : std::to_string(::getuid());
 }
 
 bool in_initial_user_namespace() {
