@@ -417,12 +417,18 @@ void run_poststart(const ContainerConfig& config, const std::string& state_json,
 // mrun run's rootless containers with subordinate ids join the state root's shared
 // user namespace (userns/shared_userns.hpp); an engine's bundle, OCI create's sibling
 // and joined namespaces keep a namespace of their own, as the runtime spec has it.
+// (Before the namespaces to join are opened: whether it may, all but that.)
+bool may_use_shared_user_namespace(const ContainerConfig& config, const PrivilegeModel& privilege,
+                                   const userns::IdMapPlan& ids, const LaunchHooks& hooks) {
+  return config.run.userns == UsernsMode::automatic && privilege.new_user_namespace &&
+         !privilege.rootful && !privilege.nested && ids.kind == userns::MapKind::subordinate &&
+         config.bundle.empty() && !hooks.container_to_callers_reaper;
+}
+
 bool uses_shared_user_namespace(const ContainerConfig& config, const PrivilegeModel& privilege,
                                 const userns::IdMapPlan& ids, const LaunchHooks& hooks,
                                 const NamespaceJoin& joined) {
-  return config.run.userns == UsernsMode::automatic && privilege.new_user_namespace &&
-         !privilege.rootful && !privilege.nested && ids.kind == userns::MapKind::subordinate &&
-         config.bundle.empty() && !hooks.container_to_callers_reaper && joined.empty();
+  return may_use_shared_user_namespace(config, privilege, ids, hooks) && joined.empty();
 }
 
 // The container, born in a namespace the monitor does not enter (NSTYPE: the shared
@@ -606,6 +612,18 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   const DeviceAccess device_access(config, privilege, device_mounts.devices, ctx.log);
   device_access.check_before_start(cgroup_plan);
 
+  const auto ids = plan_ids(config, privilege, ctx);
+  // The holder of the shared user namespace makes each container's network namespace
+  // ahead (userns/spare_netns.hpp): asked now, read just before the clone, so that its
+  // answer comes while the name is claimed and the rest planned. (Checked again there;
+  // an answer not used is a spare the holder replaces.)
+  UniqueFd spare_net_request;
+  if (may_use_shared_user_namespace(config, privilege, ids, hooks) &&
+      config.network != NetworkMode::host &&
+      config.namespaces.network.source == NamespaceSource::fresh) {
+    spare_net_request = userns::ask_for_spare_network_namespace(store.root());
+  }
+
   // 1. Claim the name; from here on, any failure removes what was made. Without an
   // overlay there is no storage: nothing of the container outside the state root.
   const std::string storage =
@@ -650,8 +668,7 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   if (hooks.on_claimed) hooks.on_claimed(store.dir_of(config.name));
 
   MRUN_PHASE("run:claimed");
-  // 2. Plan: id maps, storage, mounts.
-  const auto ids = plan_ids(config, privilege, ctx);
+  // 2. Plan: storage, mounts (the id maps are planned already).
   subordinate = ids.kind == userns::MapKind::subordinate;
   state.subordinate_ids = subordinate;
   if (!storage.empty()) make_storage(ctx, storage);
@@ -725,10 +742,9 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   sys::CloneResult child;
   bool mapped = false;
   if (shared_userns) {
-    // Its network namespace made ahead by the holder (userns/spare_netns.hpp).
     UniqueFd spare_net;
     if ((namespace_flags(spec) & CLONE_NEWNET) != 0) {
-      spare_net = userns::take_spare_network_namespace(store.root(), shared_userns.get());
+      spare_net = userns::receive_spare_network_namespace(spare_net_request, shared_userns.get());
     }
     child = clone_in_namespace(shared_userns.get(), CLONE_NEWUSER, namespace_flags(spec), !reap,
                                "clone the container into the shared user namespace",

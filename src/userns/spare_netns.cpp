@@ -103,7 +103,7 @@ void SpareNetworkNamespaces::serve(int listen_fd) {
   make_spare();
 }
 
-UniqueFd take_spare_network_namespace(const std::string& state_root, int userns_fd) {
+UniqueFd ask_for_spare_network_namespace(const std::string& state_root) {
   struct sockaddr_un addr {};
   if (!socket_address(spare_netns_socket_path(state_root), &addr)) return {};
   UniqueFd sock(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
@@ -114,6 +114,12 @@ UniqueFd take_spare_network_namespace(const std::string& state_root, int userns_
   };
   ::setsockopt(sock.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
   if (::connect(sock.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) return {};
+  return sock;
+}
+
+UniqueFd receive_spare_network_namespace(const UniqueFd& request, int userns_fd) {
+  if (!request) return {};
+  const UniqueFd& sock = request;
   char byte = 0;
   struct iovec iov {
     &byte, 1

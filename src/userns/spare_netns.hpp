@@ -48,8 +48,12 @@ class SpareNetworkNamespaces {
   UniqueFd spare_;
 };
 
-// The caller's part: a spare network namespace from the holder of STATE_ROOT, checked to
-// be one owned by the user namespace USERNS_FD; invalid when none came.
-UniqueFd take_spare_network_namespace(const std::string& state_root, int userns_fd);
+// The caller's part, in two steps so that the holder's answer (its wake-up, about 0.15
+// ms here, more while the kernel tears down an exited container's network namespace)
+// comes while the caller does other work: ask (the connected socket, invalid when no
+// holder listens), then receive a spare network namespace, checked to be one owned by
+// the user namespace USERNS_FD; invalid when none came.
+UniqueFd ask_for_spare_network_namespace(const std::string& state_root);
+UniqueFd receive_spare_network_namespace(const UniqueFd& request, int userns_fd);
 
 }  // namespace mrun::userns
