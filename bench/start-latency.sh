@@ -8,6 +8,9 @@
 #   bench/start-latency.sh [RUNS]        as root (default RUNS=50)
 #   MRUN_BUILD_DIR   build dir with src/mrun (default: build)
 #   MRUN_BENCH_USER  the unprivileged user (default: mrun-test)
+#   MRUN_BENCH_ORDER=reverse  time the rows in the reverse order (one hyperfine run
+#                    times its rows one after the other, and what a row leaves behind,
+#                    such as ext4 inodes freed by the row before, costs the next one)
 #   MRUN_BENCH_EXTRA more rows, 'NAME=COMMAND[;NAME=COMMAND...]'; in COMMAND the word
 #                    mrun is the mrun under test (with the bench's --root) and ROOTFS
 #                    the busybox rootfs, e.g.
@@ -28,7 +31,7 @@ set -euo pipefail
 
 if [ "${1:-}" = "--as-user" ]; then
   # ---- the measuring half, run as the unprivileged user -------------------
-  stage=$2 runs=$3 crun_args=$4 runc_args=$5 extra=$6
+  stage=$2 runs=$3 crun_args=$4 runc_args=$5 extra=$6 order=${7:-}
   cd "$stage"
   mrun="$stage/bin/mrun --root $stage/state" rootfs=$stage/rootfs
   : >"$stage/failed.txt"
@@ -74,6 +77,11 @@ if [ "${1:-}" = "--as-user" ]; then
     fi
   done
   names=("${okn[@]}") cmds=("${okc[@]}")
+  if [ "$order" = reverse ]; then # MRUN_BENCH_ORDER=reverse: the last row first
+    rn=() rc=()
+    for ((i = ${#names[@]} - 1; i >= 0; i--)); do rn+=("${names[$i]}") rc+=("${cmds[$i]}"); done
+    names=("${rn[@]}") cmds=("${rc[@]}")
+  fi
   for i in "${!cmds[@]}"; do echo "${names[$i]} ${cmds[$i]}"; done >"$stage/commands.txt"
   if command -v hyperfine >/dev/null; then
     args=()
@@ -250,7 +258,8 @@ fi
 
 echo "measuring $runs runs each as $user (load average before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs) ..."
 "${in_ns[@]}" runuser -u "$user" -- env -i HOME="$stage/home" PATH=/usr/local/bin:/usr/bin:/usr/sbin:/bin \
-  bash "$here/start-latency.sh" --as-user "$stage" "$runs" "$crun_args" "$runc_args" "$extra"
+  bash "$here/start-latency.sh" --as-user "$stage" "$runs" "$crun_args" "$runc_args" "$extra" \
+  "${MRUN_BENCH_ORDER:-}"
 
 note=$(printf '%s\n' "${notes[@]}")
 python3 - "$stage" "$runs" "$note" <<'EOF'
