@@ -11,6 +11,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string_view>
+
+#include "base/error.hpp"
+#include "sys/syscalls.hpp"
 
 namespace mrun::userns {
 
@@ -78,25 +82,13 @@ void SpareNetworkNamespaces::serve(int listen_fd) {
       peer.uid != ::getuid()) {
     return;  // not the caller's: closed without an answer
   }
-  char byte = spare_ ? 's' : 'n';
-  struct iovec iov {
-    &byte, 1
-  };
-  struct msghdr msg {};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  if (spare_) {
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    struct cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
-    cmsg->cmsg_level = SOL_SOCKET;
-    cmsg->cmsg_type = SCM_RIGHTS;
-    cmsg->cmsg_len = CMSG_LEN(sizeof(int));
-    const int fd = spare_.get();
-    std::memcpy(CMSG_DATA(cmsg), &fd, sizeof fd);
+  const char answer = spare_ ? 's' : 'n';
+  try {
+    sys::send_with_fd(conn.get(), std::string_view(&answer, 1), spare_ ? spare_.get() : -1,
+                      "hand a spare network namespace over");
+  } catch (const Error&) {
+    // The caller went away: it starts without a spare.
   }
-  (void)::sendmsg(conn.get(), &msg, MSG_NOSIGNAL);
   conn.reset();
   // Whether or not the send went through, this one is never handed again (a caller
   // that vanished mid-way may still have received it).
