@@ -224,8 +224,13 @@ else
     not_ok "rootless, delegated, data dir on an overlayfs (fuse): --memory 100M hog 300 exits 137" \
         "exit $rc" "$(tail -n 5 <<<"$output")"
 fi
+# (containers/.spare: empty storage --rm keeps for the next container, mrun-run(1);
+# what is in a kept one's upper layer would be left behind.)
 left=$(find "$ovl_data/mrun/containers" "$home/.local/share/mrun/containers" "$deleg" \
-    -mindepth 1 -maxdepth 1 \( -path '*/containers/*' -o -name 'mrun-*' \) 2>/dev/null)
+    -mindepth 1 -maxdepth 1 \( -path '*/containers/*' -o -name 'mrun-*' \) \
+    ! -path '*/containers/.spare' 2>/dev/null
+    find "$ovl_data/mrun/containers/.spare" "$home/.local/share/mrun/containers/.spare" \
+    -mindepth 3 -path '*/upper/*' 2>/dev/null)
 if [[ -z $left ]]; then
     ok "nothing left behind: no container dir, no leaf cgroup"
 else
