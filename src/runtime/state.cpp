@@ -17,6 +17,7 @@
 #include "base/error.hpp"
 #include "base/strings.hpp"
 #include "sys/fs.hpp"
+#include "sys/spare_dirs.hpp"
 #include "sys/syscalls.hpp"
 
 namespace mrun::runtime {
@@ -156,10 +157,6 @@ constexpr const char* scratch_dir = ".claims";
 constexpr const char* scratch_prefix = "claim-";
 constexpr const char* remove_on_exit_index = ".rm";
 constexpr const char* remove_on_exit_anchor = ".anchor";  // dot: never a container's name
-}  // namespace
-
-namespace {
-
 constexpr const char* spare_dir = ".spare";
 constexpr int dir_flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 
@@ -169,24 +166,6 @@ bool only_claim_files(const std::vector<std::string>& names) {
     if (name != "state.json" && name != "exec.json") return false;
   }
   return true;
-}
-
-// A kept state directory renamed to SCRATCH (atomic: of two claims, one gets each),
-// checked to hold only what a claim writes; false when there is none.
-bool take_spare_dir(const std::string& root, const std::string& scratch) {
-  UniqueFd spares(::open((root + "/" + spare_dir).c_str(), dir_flags));
-  if (!spares) return false;
-  for (const auto& name : sys::directory_entries(spares.get())) {
-    if (::renameat(spares.get(), name.c_str(), AT_FDCWD, scratch.c_str()) != 0) continue;
-    UniqueFd dir(::open(scratch.c_str(), dir_flags));
-    struct stat st {};
-    if (dir && ::fstat(dir.get(), &st) == 0 && st.st_uid == ::geteuid() &&
-        only_claim_files(sys::directory_entries(dir.get()))) {
-      return true;
-    }
-    sys::remove_tree(scratch);
-  }
-  return false;
 }
 
 // CONTENT into PATH, over what a kept directory's file held (same inode, its blocks
@@ -214,7 +193,10 @@ bool StateStore::claim(const ContainerState& state, const std::vector<NamedFile>
   const std::string scratch =
       scratches + "/" + scratch_prefix + std::to_string(::getpid()) + "-" + state.name;
   sys::remove_tree(scratch);
-  const bool reused = take_spare_dir(root_, scratch);
+  // A kept state directory, checked to hold only what a claim writes.
+  const bool reused = sys::take_spare_dir(root_ + "/" + spare_dir, scratch, [](int dir) {
+    return only_claim_files(sys::directory_entries(dir));
+  });
   if (!reused && ::mkdir(scratch.c_str(), 0700) != 0) {
     throw_errno("create state directory in " + root_, "pass a writable --root DIR");
   }
@@ -333,15 +315,7 @@ void StateStore::remove(const std::string& name, bool keep_spare) const {
 bool StateStore::keep_as_spare(const std::string& name) const {
   UniqueFd dir(::open(dir_of(name).c_str(), dir_flags));
   if (!dir || !only_claim_files(sys::directory_entries(dir.get()))) return false;
-  const std::string spares = root_ + "/" + spare_dir;
-  if (::mkdir(spares.c_str(), 0700) != 0 && errno != EEXIST) return false;
-  UniqueFd spares_fd(::open(spares.c_str(), dir_flags));
-  if (!spares_fd || sys::directory_entries(spares_fd.get()).size() >= kMaxSpareStateDirs) {
-    return false;
-  }
-  static unsigned counter = 0;
-  const std::string kept = std::to_string(::getpid()) + "-" + std::to_string(counter++);
-  return ::renameat(AT_FDCWD, dir_of(name).c_str(), spares_fd.get(), kept.c_str()) == 0;
+  return sys::keep_spare_dir(root_ + "/" + spare_dir, dir_of(name), kMaxSpareStateDirs);
 }
 
 std::string now_rfc3339() {

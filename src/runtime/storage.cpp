@@ -10,6 +10,7 @@
 
 #include "base/error.hpp"
 #include "sys/fs.hpp"
+#include "sys/spare_dirs.hpp"
 #include "sys/syscalls.hpp"
 #include "userns/apply_idmap.hpp"
 #include "userns/caller.hpp"
@@ -78,31 +79,16 @@ bool is_empty_dir(int parent, const char* name) {
   return dir && sys::directory_entries(dir.get()).empty();
 }
 
-// A spare just taken: ours, and with nothing in its upper layer (what is there would be
-// the next container's root), so it is used only as it was kept.
-bool is_blank_storage(const std::string& dir) {
-  UniqueFd storage(::open(dir.c_str(), kDirFlags));
-  struct stat st {};
-  return storage && ::fstat(storage.get(), &st) == 0 && st.st_uid == ::geteuid() &&
-         is_empty_dir(storage.get(), "upper") && is_empty_dir(storage.get(), "merged");
-}
-
-bool take_spare_storage(const Context& ctx, const std::string& dir) {
-  UniqueFd spares(::open(spare_root(ctx).c_str(), kDirFlags));
-  if (!spares) return false;
-  for (const auto& name : sys::directory_entries(spares.get())) {
-    // Atomic: of two mrun taking the same spare, one gets it, the other tries the next.
-    if (::renameat(spares.get(), name.c_str(), AT_FDCWD, dir.c_str()) != 0) continue;
-    if (is_blank_storage(dir)) return true;
-    sys::remove_tree(dir);
-  }
-  return false;
+// Nothing in the upper layer (what is there would be the next container's root) and
+// nothing on the mount point.
+bool layers_are_empty(int storage_fd) {
+  return is_empty_dir(storage_fd, "upper") && is_empty_dir(storage_fd, "merged");
 }
 
 }  // namespace
 
 void make_storage(const Context& ctx, const std::string& dir) {
-  if (take_spare_storage(ctx, dir)) return;
+  if (sys::take_spare_dir(spare_root(ctx), dir, layers_are_empty)) return;
   // mkdir -p only the first time: it tries every component from / (a mkdir each).
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) sys::make_dirs(dir, 0700);
   for (const char* sub : {"/upper", "/work", "/merged"}) {
@@ -113,18 +99,10 @@ void make_storage(const Context& ctx, const std::string& dir) {
 
 bool keep_storage_as_spare(const Context& ctx, const std::string& dir) {
   UniqueFd storage(::open(dir.c_str(), kDirFlags));
-  if (!storage || !is_empty_dir(storage.get(), "upper") || !is_empty_dir(storage.get(), "merged")) {
-    return false;
-  }
+  if (!storage || !layers_are_empty(storage.get())) return false;
   UniqueFd work(::openat(storage.get(), "work", kDirFlags));
   if (!work || !sys::remove_children_of(work.get())) return false;
-  const std::string root = spare_root(ctx);
-  if (::mkdir(root.c_str(), 0700) != 0 && errno != EEXIST) return false;
-  UniqueFd spares(::open(root.c_str(), kDirFlags));
-  if (!spares || sys::directory_entries(spares.get()).size() >= kMaxSpareStorages) return false;
-  static unsigned counter = 0;
-  const std::string name = std::to_string(::getpid()) + "-" + std::to_string(counter++);
-  return ::renameat(AT_FDCWD, dir.c_str(), spares.get(), name.c_str()) == 0;
+  return sys::keep_spare_dir(spare_root(ctx), dir, kMaxSpareStorages);
 }
 
 void remove_storage(const Context& ctx, const std::string& dir, bool subordinate_ids) {
