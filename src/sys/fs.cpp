@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <sstream>
 
@@ -156,6 +157,28 @@ void ensure_private_dir(const std::string& path, const std::string& what, const 
 }
 
 namespace {
+// Calls VISIT(name, d_type) for each entry of DIR_FD but . and .., reading getdents64
+// from the directory's current offset; VISIT may remove the entry it is given. False if
+// getdents failed.
+bool for_each_entry(int dir_fd, const std::function<void(const char*, unsigned char)>& visit) {
+  // On the heap: remove_children recurses once per level of a tree a container made.
+  constexpr std::size_t kBuffer = 8192;
+  std::unique_ptr<char[]> buffer(new char[kBuffer]);
+  for (;;) {
+    long n = ::syscall(SYS_getdents64, dir_fd, buffer.get(), kBuffer);
+    if (n < 0) return false;
+    if (n == 0) return true;
+    for (long at = 0; at < n;) {
+      // getdents64's records are glibc's struct dirent64.
+      const auto* entry = reinterpret_cast<const struct dirent64*>(buffer.get() + at);
+      at += entry->d_reclen;
+      if (std::strcmp(entry->d_name, ".") != 0 && std::strcmp(entry->d_name, "..") != 0) {
+        visit(entry->d_name, entry->d_type);
+      }
+    }
+  }
+}
+
 // Opens directory NAME under DIR_FD for reading, opening up its mode first if needed:
 // overlay's work/work is created mode 000, and we own it.
 UniqueFd open_dir_for_removal(int dir_fd, const char* name) {
@@ -172,52 +195,40 @@ UniqueFd open_dir_for_removal(int dir_fd, const char* name) {
 // case, an --rm container's storage of a few empty directories: the entry's type comes
 // from getdents, and an empty directory goes with one rmdir, before any stat or open.
 bool remove_children(int dir_fd, dev_t device) {
-  constexpr std::size_t kBuffer = 8192;
-  std::unique_ptr<char[]> buffer(new char[kBuffer]);
   bool ok = true;
-  for (;;) {
-    long n = ::syscall(SYS_getdents64, dir_fd, buffer.get(), kBuffer);
-    if (n < 0) return false;
-    if (n == 0) break;
-    for (long at = 0; at < n;) {
-      // getdents64's records are glibc's struct dirent64.
-      const auto* entry = reinterpret_cast<const struct dirent64*>(buffer.get() + at);
-      at += entry->d_reclen;
-      const char* name = entry->d_name;
-      if (std::strcmp(name, ".") == 0 || std::strcmp(name, "..") == 0) continue;
-      bool is_dir = entry->d_type == DT_DIR;
-      if (entry->d_type == DT_UNKNOWN) {
-        struct stat st {};
-        if (::fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-          ok = false;
-          continue;
-        }
-        is_dir = S_ISDIR(st.st_mode);
-      }
-      if (!is_dir) {
-        if (::unlinkat(dir_fd, name, 0) != 0) ok = false;
-        continue;
-      }
-      if (::unlinkat(dir_fd, name, AT_REMOVEDIR) == 0) continue;  // it was empty
-      if (errno != ENOTEMPTY && errno != EEXIST) {
-        ok = false;
-        continue;
-      }
+  auto remove = [&](const char* name, unsigned char type) {
+    bool is_dir = type == DT_DIR;
+    if (type == DT_UNKNOWN) {
       struct stat st {};
-      if (::fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_dev != device) {
+      if (::fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
         ok = false;
-        continue;
+        return;
       }
-      UniqueFd child = open_dir_for_removal(dir_fd, name);
-      if (!child) {
-        ok = false;
-        continue;
-      }
-      ok = remove_children(child.get(), device) && ok;
-      if (::unlinkat(dir_fd, name, AT_REMOVEDIR) != 0) ok = false;
+      is_dir = S_ISDIR(st.st_mode);
     }
-  }
-  return ok;
+    if (!is_dir) {
+      if (::unlinkat(dir_fd, name, 0) != 0) ok = false;
+      return;
+    }
+    if (::unlinkat(dir_fd, name, AT_REMOVEDIR) == 0) return;  // it was empty
+    if (errno != ENOTEMPTY && errno != EEXIST) {
+      ok = false;
+      return;
+    }
+    struct stat st {};
+    if (::fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_dev != device) {
+      ok = false;
+      return;
+    }
+    UniqueFd child = open_dir_for_removal(dir_fd, name);
+    if (!child) {
+      ok = false;
+      return;
+    }
+    ok = remove_children(child.get(), device) && ok;
+    if (::unlinkat(dir_fd, name, AT_REMOVEDIR) != 0) ok = false;
+  };
+  return for_each_entry(dir_fd, remove) && ok;
 }
 }  // namespace
 
@@ -228,18 +239,7 @@ bool remove_children_of(int dir_fd) {
 
 std::vector<std::string> directory_entries(int dir_fd) {
   std::vector<std::string> names;
-  char buffer[4096];
-  for (;;) {
-    long n = ::syscall(SYS_getdents64, dir_fd, buffer, sizeof buffer);
-    if (n <= 0) break;
-    for (long at = 0; at < n;) {
-      const auto* entry = reinterpret_cast<const struct dirent64*>(buffer + at);
-      at += entry->d_reclen;
-      if (std::strcmp(entry->d_name, ".") != 0 && std::strcmp(entry->d_name, "..") != 0) {
-        names.emplace_back(entry->d_name);
-      }
-    }
-  }
+  for_each_entry(dir_fd, [&names](const char* name, unsigned char) { names.emplace_back(name); });
   return names;
 }
 
