@@ -8,6 +8,7 @@
 #include <cerrno>
 
 #include "base/error.hpp"
+#include "base/unique_fd.hpp"
 #include "sys/syscalls.hpp"
 
 namespace mrun::sys {
@@ -51,7 +52,7 @@ class ChildStack {
 
 }  // namespace
 
-VforkChild run_in_vfork_child(const VforkCall& call, bool sibling) {
+void run_in_vfork_child(const VforkCall& call, bool sibling) {
   ChildStack stack;
   Trampoline t{&call, {}};
   sigset_t all;
@@ -63,17 +64,14 @@ VforkChild run_in_vfork_child(const VforkCall& call, bool sibling) {
   const int clone_errno = errno;
   ::sigprocmask(SIG_SETMASK, &t.original_mask, nullptr);
   if (pid < 0) throw_errno(clone_errno, "clone the namespace-entering child");
-  VforkChild child;
-  child.pid = pid;
-  child.pidfd.reset(pidfd);
+  const UniqueFd child(pidfd);
   // Back here once it exited (CLONE_VFORK): reap it, or with CLONE_PARENT wait until it
   // is gone for the caller's parent to reap, so that its stack is no longer in use.
   if (sibling) {
-    wait_pidfd_exit(child.pidfd.get());
+    wait_pidfd_exit(child.get());
   } else {
-    wait_pidfd(child.pidfd.get());
+    wait_pidfd(child.get());
   }
-  return child;
 }
 
 }  // namespace mrun::sys

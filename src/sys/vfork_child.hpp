@@ -2,16 +2,10 @@
 #pragma once
 
 #include <signal.h>
-#include <sys/types.h>
 
-#include "base/unique_fd.hpp"
+#include <cstddef>
 
 namespace mrun::sys {
-
-struct VforkChild {
-  pid_t pid = -1;
-  UniqueFd pidfd;
-};
 
 // Runs FN(ARG) in a child made with CLONE_VM | CLONE_VFORK on a stack of its own, and
 // returns once that child has exited (FN's return value is its exit code). Sharing the
@@ -34,7 +28,7 @@ struct VforkCall {
   int (*fn)(void* arg, const sigset_t& original_mask);
   void* arg;
 };
-VforkChild run_in_vfork_child(const VforkCall& call, bool sibling);
+void run_in_vfork_child(const VforkCall& call, bool sibling);
 
 inline constexpr std::size_t kVforkStackSize = 8u << 20;
 
