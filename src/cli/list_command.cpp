@@ -105,10 +105,7 @@ class ListCommand : public Command {
 
  private:
   // The state root is the caller's own, so every container in it is the caller's.
-  static std::string owner_name() {
-    auto user = sys::user_by_uid(::getuid());
-    return user ? user->name : std::to_string(::getuid());
-  }
+  static std::string owner_name() { return sys::user_name_or_id(::getuid()); }
 
   std::string format_ = "table";
   bool quiet_ = false;

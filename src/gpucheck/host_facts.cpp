@@ -40,11 +40,6 @@ UserInfo from_passwd(const sys::UserEntry& entry) {
   return u;
 }
 
-std::string user_of(uid_t uid) {
-  auto user = sys::user_by_uid(uid);
-  return user ? user->name : std::to_string(uid);
-}
-
 std::string group_of(gid_t gid) {
   auto group = sys::group_by_gid(gid);
   return group ? group->name : std::to_string(gid);
@@ -117,7 +112,7 @@ std::vector<NodeFact> fakegpu_nodes() {
     n.is_char = S_ISCHR(st.st_mode);
     n.major = major(st.st_rdev);
     n.minor = minor(st.st_rdev);
-    n.owner = user_of(st.st_uid);
+    n.owner = sys::user_name_or_id(st.st_uid);
     n.group = group_of(st.st_gid);
     n.mode = st.st_mode & 07777;
     n.sysfs_dev = sysfs_dev(name);

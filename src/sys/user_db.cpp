@@ -106,6 +106,11 @@ std::optional<UserEntry> user_by_uid(uid_t uid, const UserDbSources& db) {
                            [uid](const UserEntry& e) { return e.uid == uid; });
 }
 
+std::string user_name_or_id(uid_t uid, const UserDbSources& db) {
+  auto user = user_by_uid(uid, db);
+  return user ? user->name : std::to_string(uid);
+}
+
 std::optional<UserEntry> user_by_name(const std::string& name, const UserDbSources& db) {
   return lookup<UserEntry>(db, "passwd", db.passwd, name, parse_passwd_line,
                            [&name](const UserEntry& e) { return e.name == name; });

@@ -37,6 +37,8 @@ struct UserDbSources {
 };
 
 std::optional<UserEntry> user_by_uid(uid_t uid, const UserDbSources& db = {});
+// UID's name, or the number itself where no source names it.
+std::string user_name_or_id(uid_t uid, const UserDbSources& db = {});
 std::optional<UserEntry> user_by_name(const std::string& name, const UserDbSources& db = {});
 std::optional<GroupEntry> group_by_gid(gid_t gid, const UserDbSources& db = {});
 std::optional<GroupEntry> group_by_name(const std::string& name, const UserDbSources& db = {});

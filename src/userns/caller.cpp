@@ -11,8 +11,7 @@
 namespace mrun::userns {
 
 std::string caller_name() {
-  auto user = sys::user_by_uid(::getuid());
-  return user ? user->name : std::to_string(::getuid());
+  return sys::user_name_or_id(::getuid());
 }
 
 bool in_initial_user_namespace() {
