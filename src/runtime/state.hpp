@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -115,5 +116,7 @@ class StateStore {
 };
 
 std::string now_rfc3339();
+// UNIX_SECONDS as YYYY-MM-DDTHH:MM:SSZ (UTC), the form of now_rfc3339.
+std::string rfc3339_utc(std::int64_t unix_seconds);
 
 }  // namespace mrun::runtime

@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <vector>
 
 #include "runtime/state.hpp"
 #include "sys/fs.hpp"
@@ -144,6 +147,72 @@ TEST_CASE("now_rfc3339 is UTC in RFC 3339 form, as runc writes created") {
   const std::time_t back = ::timegm(&parsed);
   REQUIRE(back >= before);
   REQUIRE(back <= after);
+}
+
+TEST_CASE("rfc3339_utc is gmtime's date, leap days and centuries included") {
+  std::vector<std::int64_t> moments{0,
+                                    59,
+                                    86399,
+                                    86400,
+                                    951782400 /* 2000-02-29 */,
+                                    951868800 /* 2000-03-01 */,
+                                    1709164800 /* 2024-02-29 */,
+                                    4107542400 /* 2100-03-01: no leap day in 2100 */,
+                                    4102444799 /* 2099-12-31T23:59:59 */,
+                                    253402300799};
+  for (std::int64_t t = 0; t < 4200000000; t += 7777777) moments.push_back(t);
+  for (std::int64_t t : moments) {
+    const std::time_t as_time = static_cast<std::time_t>(t);
+    std::tm utc{};
+    REQUIRE(::gmtime_r(&as_time, &utc) != nullptr);
+    char want[64];
+    std::snprintf(want, sizeof want, "%04d-%02d-%02dT%02d:%02d:%02dZ", utc.tm_year + 1900,
+                  utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec);
+    INFO(t);
+    REQUIRE(rfc3339_utc(t) == want);
+  }
+}
+
+TEST_CASE("a state write trades places with state.json: whole, and no inode made per write") {
+  char tmpl[] = "/tmp/mrun-unit-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  StateStore store(std::string(tmpl) + "/state");
+  store.ensure_root();
+  auto inode_of = [](const std::string& path) {
+    struct stat st {};
+    REQUIRE(::stat(path.c_str(), &st) == 0);
+    return st.st_ino;
+  };
+  ContainerState state;
+  state.name = "w";
+  state.command = {"/bin/sh", "-c", "a command long enough to be cut if a write tore it"};
+  REQUIRE(store.claim(state));
+  const std::string current = store.dir_of("w") + "/state.json";
+  const auto claimed = inode_of(current);
+  state.status = Status::running;
+  state.pid = 4242;
+  store.write(state);
+  REQUIRE(store.read("w")->pid == 4242);
+  const auto first = inode_of(current);
+  REQUIRE(first != claimed);
+  // The claim's file is the next write's: the two inodes take turns.
+  REQUIRE(inode_of(current + ".next") == claimed);
+  state.command = {"/bin/true"};  // shorter: the reused file is cut to the new length
+  store.write(state);
+  REQUIRE(inode_of(current) == claimed);
+  REQUIRE(store.read("w")->command == state.command);
+  state.status = Status::stopped;
+  store.write(state);
+  REQUIRE(inode_of(current) == first);
+  REQUIRE(store.read("w")->status == Status::stopped);
+  // A directory with the .next file is still one a claim may reuse.
+  store.remove("w", true);
+  ContainerState again;
+  again.name = "again";
+  REQUIRE(store.claim(again));
+  REQUIRE(inode_of(store.dir_of("again") + "/state.json") == first);
+  REQUIRE(store.read("again")->command.empty());
+  REQUIRE(mrun::sys::remove_tree(tmpl));
 }
 
 TEST_CASE("an --rm container's state directory is kept and rewritten by the next claim") {
