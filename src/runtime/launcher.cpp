@@ -811,6 +811,15 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
       start_network(config, privilege, child.pid, store.dir_of(config.name), network_files, ctx);
   MRUN_PHASE("run:mapped");
   parent_end.send(ToContainer::ids_mapped);
+  // While the container mounts its root (milliseconds in which the monitor only
+  // waits), ready a kept storage for a later container (runtime/storage.hpp).
+  if (!storage.empty()) {
+    try {
+      tidy_spare_storage(ctx);
+    } catch (const Error& e) {
+      ctx.log.debug(std::string("tidying a spare storage: ") + e.what());
+    }
+  }
 
   // 5. Serve its requests until it execs the command (EOF) or reports an error.
   UniqueFd pty_master;

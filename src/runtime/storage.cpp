@@ -87,8 +87,21 @@ bool layers_are_empty(int storage_fd) {
 
 }  // namespace
 
+namespace {
+// Spares are kept as left ("kept-"): overlayfs's work/work/incompat/volatile tree still
+// in work/. A tidied one ("ready-") has an empty work/ and is what a new container takes.
+constexpr char kKeptTag[] = "kept-";
+constexpr char kReadyTag[] = "ready-";
+}  // namespace
+
 void make_storage(const Context& ctx, const std::string& dir) {
-  if (sys::take_spare_dir(spare_root(ctx), dir, layers_are_empty)) return;
+  // Only a tidied spare: emptying work/ here (three rmdirs, each a synchronous discard
+  // on ext4 mounted with discard) costs more than making new directories.
+  if (sys::take_spare_dir(
+          spare_root(ctx), dir,
+          [](int fd) { return layers_are_empty(fd) && is_empty_dir(fd, "work"); }, kReadyTag)) {
+    return;
+  }
   // mkdir -p only the first time: it tries every component from / (a mkdir each).
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) sys::make_dirs(dir, 0700);
   for (const char* sub : {"/upper", "/work", "/merged"}) {
@@ -100,9 +113,15 @@ void make_storage(const Context& ctx, const std::string& dir) {
 bool keep_storage_as_spare(const Context& ctx, const std::string& dir) {
   UniqueFd storage(::open(dir.c_str(), kDirFlags));
   if (!storage || !layers_are_empty(storage.get())) return false;
-  UniqueFd work(::openat(storage.get(), "work", kDirFlags));
-  if (!work || !sys::remove_children_of(work.get())) return false;
-  return sys::keep_spare_dir(spare_root(ctx), dir, kMaxSpareStorages);
+  return sys::keep_spare_dir(spare_root(ctx), dir, kMaxSpareStorages, kKeptTag);
+}
+
+bool tidy_spare_storage(const Context& ctx) {
+  return sys::tidy_one_spare_dir(spare_root(ctx), kReadyTag, [](int fd) {
+    if (!layers_are_empty(fd)) return false;
+    UniqueFd work(::openat(fd, "work", kDirFlags));
+    return work && sys::remove_children_of(work.get());
+  });
 }
 
 void remove_storage(const Context& ctx, const std::string& dir, bool subordinate_ids) {

@@ -14,16 +14,24 @@ std::string storage_dir_for(const Context& ctx, const std::string& name);
 // is one (see keep_storage_as_spare), else new directories.
 void make_storage(const Context& ctx, const std::string& dir);
 
-// At the end of an --rm container: keeps its storage, emptied, for the next container
-// instead of removing it, when the container left nothing in its upper layer (what
-// overlayfs left in work/ is removed; the next mount makes its own). Spares live in
-// DATA/containers/.spare, at most kMaxSpareStorages of them. Why: on a filesystem where
-// making and removing a directory is dear (ext4 without a journal, with discard, skips
-// every inode freed in the last minute when it allocates one), the four directories of
-// every --rm start were a tenth of it. Returns false when the storage was not kept (the
-// caller removes it).
+// At the end of an --rm container: keeps its storage for a later container instead of
+// removing it, when the container left nothing in its upper layer. What overlayfs left
+// in work/ stays until tidy_spare_storage empties it; make_storage takes only tidied
+// spares. Spares live in DATA/containers/.spare, at most kMaxSpareStorages of them.
+// Why: on a filesystem where making and removing a directory is dear (ext4 without a
+// journal, with discard, skips every inode freed in the last minute when it allocates
+// one, and discards a freed directory's block before rmdir returns), the four
+// directories of every --rm start were a tenth of it, and emptying work/ at the exit
+// (three such rmdirs) was another twentieth. Returns false when the storage was not
+// kept (the caller removes it).
 inline constexpr std::size_t kMaxSpareStorages = 4;
 bool keep_storage_as_spare(const Context& ctx, const std::string& dir);
+
+// Empties the work/ of one spare kept as it was left, out of other mruns' reach while it
+// does (sys/spare_dirs.hpp), so that a later make_storage can take it. Meant for time
+// the caller would spend waiting anyway: the monitor calls it while its container sets
+// itself up. Returns whether there was one to tidy.
+bool tidy_spare_storage(const Context& ctx);
 
 // Removes a container's storage. Rootless, the upper dir may hold files owned by
 // subordinate ids that the caller cannot delete directly (as `podman unshare rm`

@@ -460,18 +460,26 @@ def test_upper_dir_follows_xdg_data_home(mrun, rootfs, name, tmp_path):
     assert not (data / "mrun/containers" / name).exists(), "mrun delete left the upper dir"
 
 
-def _spares(root):
+def _spares(root, tag=""):
     try:
         return {os.stat(os.path.join(root, n)).st_ino: os.path.join(root, n)
-                for n in os.listdir(root)}
+                for n in os.listdir(root) if n.startswith(tag)}
     except FileNotFoundError:
         return {}
 
 
-def test_an_rm_containers_empty_storage_is_the_next_ones(mrun, rootfs, names, tmp_path):
-    """--rm keeps the storage a container left empty for the next one (runtime/
-    storage.hpp): the next container's storage is that directory, with empty layers;
-    storage a container wrote into is removed, never handed on; at most 4 are kept."""
+def _gone_pid():
+    p = subprocess.Popen(["true"])
+    p.wait()
+    return p.pid
+
+
+def test_an_rm_containers_empty_storage_is_a_later_ones(mrun, rootfs, names, tmp_path):
+    """--rm keeps the storage a container left empty (runtime/storage.hpp) as it was
+    left ("kept-", overlayfs's work tree still in it); the next container's monitor
+    empties its work/ while that container sets itself up ("ready-"), and the one after
+    runs in it. Storage a container wrote into is removed, never handed on; at most 4
+    are kept; what an mrun killed while tidying left is finished by another."""
     if M.ROOTFUL:
         m, containers = mrun, os.path.join(M.data_dir(), "containers")
         subprocess.run(["rm", "-rf", os.path.join(containers, ".spare")], check=True)
@@ -482,28 +490,49 @@ def test_an_rm_containers_empty_storage_is_the_next_ones(mrun, rootfs, names, tm
     spare_root = os.path.join(containers, ".spare")
     M.assert_rc(m("run", "--rm", "--network", "none", rootfs, "/bin/true"))
     kept = _spares(spare_root)
-    assert len(kept) == 1, kept
-    for layer in ("upper", "work", "merged"):
-        assert os.listdir(os.path.join(next(iter(kept.values())), layer)) == [], layer
-    # The next container runs in it (same inode); a spare taken is a spare no more.
+    assert len(kept) == 1 and set(kept) == set(_spares(spare_root, "kept-")), os.listdir(spare_root)
+    first = next(iter(kept))
+    for layer in ("upper", "merged"):
+        assert os.listdir(os.path.join(kept[first], layer)) == [], layer
+
+    def run_sleeping(name):
+        return m.popen("run", "--rm", "--name", name, "--network", "none", rootfs, "/bin/sh",
+                       "-c", "sleep 1")
+
+    # The next container gets new storage (a kept spare is not ready to be taken), and
+    # its monitor readies the kept one meanwhile.
     name = names()
-    p = m.popen("run", "--rm", "--name", name, "--network", "none", rootfs, "/bin/sh", "-c",
-                "sleep 1")
+    p = run_sleeping(name)
     try:
         storage = os.path.join(containers, name)
         assert M.wait_until(lambda: os.path.exists(storage), 5), "no storage for the container"
-        assert os.stat(storage).st_ino in kept, "the kept storage was not the next one's"
-        assert _spares(spare_root) == {}, "the spare was still offered while in use"
+        assert os.stat(storage).st_ino != first, "a spare not yet tidied was taken"
+        assert M.wait_until(lambda: first in _spares(spare_root, "ready-"), 5), \
+            os.listdir(spare_root)
+        for layer in ("upper", "work", "merged"):
+            assert os.listdir(os.path.join(_spares(spare_root)[first], layer)) == [], layer
     finally:
         out, err = p.communicate(timeout=M.TIMEOUT)
         assert p.returncode == 0, err
-    assert set(_spares(spare_root)) == set(kept), "not kept again after the second container"
+    # The one after runs in the readied one (same inode); taken, it is offered no more.
+    name = names()
+    p = run_sleeping(name)
+    try:
+        storage = os.path.join(containers, name)
+        assert M.wait_until(lambda: os.path.exists(storage), 5), "no storage for the container"
+        assert os.stat(storage).st_ino == first, "the readied storage was not the next one's"
+        assert first not in _spares(spare_root), "the spare was still offered while in use"
+    finally:
+        out, err = p.communicate(timeout=M.TIMEOUT)
+        assert p.returncode == 0, err
+    assert first in _spares(spare_root, "kept-"), "not kept again after the third container"
     # A container that writes to its root: its storage goes, and nothing of it reaches
-    # the next container.
+    # a later container.
     M.assert_rc(m("run", "--rm", "--network", "none", rootfs, "/bin/sh", "-c",
                   "echo secret > /written"))
-    r = m("run", "--rm", "--network", "none", rootfs, "/bin/sh", "-c", "ls /written")
-    assert r.rc != 0 and "written" not in r.out, r
+    for _ in range(2):
+        r = m("run", "--rm", "--network", "none", rootfs, "/bin/sh", "-c", "ls /written")
+        assert r.rc != 0 and "written" not in r.out, r
     for spare in _spares(spare_root).values():
         assert os.listdir(os.path.join(spare, "upper")) == [], spare
     # Bounded: six at once leave no more than four.
@@ -511,6 +540,19 @@ def test_an_rm_containers_empty_storage_is_the_next_ones(mrun, rootfs, names, tm
              for _ in range(6)]
     assert [q.wait(timeout=M.TIMEOUT) for q in procs] == [0] * 6
     assert 1 <= len(_spares(spare_root)) <= 4, _spares(spare_root)
+    # An mrun killed while it tidied left .tidy-PID-N: the next start finishes the job.
+    # (overlayfs makes its work/work directories 0000: chmod before rm, as the owner.)
+    subprocess.run(["chmod", "-R", "u+rwx", spare_root], check=True)
+    subprocess.run(["rm", "-rf", spare_root], check=True)
+    abandoned = os.path.join(spare_root, ".tidy-%d-0" % _gone_pid())
+    for sub in ("upper", "merged", "work/work/incompat"):
+        os.makedirs(os.path.join(abandoned, sub))
+    ino = os.stat(abandoned).st_ino
+    M.assert_rc(m("run", "--rm", "--network", "none", rootfs, "/bin/true"))
+    ready = _spares(spare_root, "ready-")
+    assert ino in ready and os.listdir(os.path.join(ready[ino], "work")) == [], \
+        os.listdir(spare_root)
+    assert not [n for n in os.listdir(spare_root) if n.startswith(".tidy-")]
 
 
 # ---- edges ---------------------------------------------------------------------
