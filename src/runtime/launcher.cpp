@@ -811,15 +811,6 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
       start_network(config, privilege, child.pid, store.dir_of(config.name), network_files, ctx);
   MRUN_PHASE("run:mapped");
   parent_end.send(ToContainer::ids_mapped);
-  // While the container mounts its root (milliseconds in which the monitor only
-  // waits), ready a kept storage for a later container (runtime/storage.hpp).
-  if (!storage.empty()) {
-    try {
-      tidy_spare_storage(ctx);
-    } catch (const Error& e) {
-      ctx.log.debug(std::string("tidying a spare storage: ") + e.what());
-    }
-  }
 
   // 5. Serve its requests until it execs the command (EOF) or reports an error.
   UniqueFd pty_master;
@@ -933,6 +924,16 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   if (hooks.on_started) hooks.on_started();
 
   if (network) network->watch(ctx.log);
+  // While the command runs (time in which the monitor only waits), ready a kept storage
+  // for a later container (runtime/storage.hpp). Not while the container mounts its
+  // root: the rmdirs' discards on the same filesystem made its overlay mount 2 ms slower.
+  if (!storage.empty()) {
+    try {
+      tidy_spare_storage(ctx);
+    } catch (const Error& e) {
+      ctx.log.debug(std::string("tidying a spare storage: ") + e.what());
+    }
+  }
   MRUN_PHASE("run:recorded");
   int status = supervise(child.pidfd.get(), std::move(pty_master), reap);
   MRUN_PHASE("run:exited");

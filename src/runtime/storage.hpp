@@ -29,8 +29,8 @@ bool keep_storage_as_spare(const Context& ctx, const std::string& dir);
 
 // Empties the work/ of one spare kept as it was left, out of other mruns' reach while it
 // does (sys/spare_dirs.hpp), so that a later make_storage can take it. Meant for time
-// the caller would spend waiting anyway: the monitor calls it while its container sets
-// itself up. Returns whether there was one to tidy.
+// the caller would spend waiting anyway: the monitor calls it once its container runs
+// its command. Returns whether there was one to tidy.
 bool tidy_spare_storage(const Context& ctx);
 
 // Removes a container's storage. Rootless, the upper dir may hold files owned by
