@@ -293,6 +293,7 @@ void bring_loopback_up() {
   struct ifreq req {};
   std::strncpy(req.ifr_name, "lo", IFNAMSIZ - 1);
   if (::ioctl(sock.get(), SIOCGIFFLAGS, &req) != 0) throw_errno("read flags of lo");
+  if ((req.ifr_flags & IFF_UP) != 0) return;  // a spare namespace comes with it up
   req.ifr_flags = static_cast<short>(req.ifr_flags | IFF_UP | IFF_RUNNING);
   if (::ioctl(sock.get(), SIOCSIFFLAGS, &req) != 0) throw_errno("bring lo up");
 }

@@ -64,6 +64,13 @@ void SpareNetworkNamespaces::make_spare() {
   spare_.reset();
   if (!home_ || ::unshare(CLONE_NEWNET) != 0) return;
   UniqueFd made = open_own_network_namespace();
+  // Its loopback up now, as every container in a new network namespace has it: that
+  // (0.1 ms: the device's IPv4 and IPv6 addresses and routes) is then the holder's, not
+  // the container's, setup. Where it fails, the container brings it up itself.
+  try {
+    sys::bring_loopback_up();
+  } catch (const Error&) {
+  }
   // Back home before the spare can be handed out; if that fails the holder would sit in
   // what it hands out: no more spares then.
   if (::setns(home_.get(), CLONE_NEWNET) != 0) {
