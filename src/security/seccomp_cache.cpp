@@ -23,18 +23,31 @@ namespace {
 // program is recompiled), so that an older mrun's entry is never taken for a check.
 constexpr char magic[] = "mrun-seccomp-cache 5\n";
 
-std::uint64_t fnv1a(const std::string& text) {
-  std::uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ULL;
+// The entry's file name: a hash of the key, eight bytes a step. Only a name: the whole
+// key stored in the entry is compared byte for byte before it is used, so a collision
+// costs a recompile, never a wrong filter. (FNV-1a, a byte a step over the ~20 KB key
+// of the default profile, was 40 us of every start.)
+std::uint64_t key_hash(const std::string& text) {
+  std::uint64_t h = 0x9e3779b97f4a7c15ULL ^ text.size();
+  auto mix = [&h](std::uint64_t word) {
+    h = (h ^ word) * 0xff51afd7ed558ccdULL;
+    h ^= h >> 32;
+  };
+  std::size_t pos = 0;
+  for (; pos + 8 <= text.size(); pos += 8) {
+    std::uint64_t word = 0;
+    std::memcpy(&word, text.data() + pos, 8);
+    mix(word);
   }
+  std::uint64_t tail = 0;
+  std::memcpy(&tail, text.data() + pos, text.size() - pos);
+  mix(tail);
   return h;
 }
 
 std::string entry_path(const std::string& dir, const std::string& key) {
   char name[32];
-  std::snprintf(name, sizeof name, "%016llx.bpf", static_cast<unsigned long long>(fnv1a(key)));
+  std::snprintf(name, sizeof name, "%016llx.bpf", static_cast<unsigned long long>(key_hash(key)));
   return dir + "/" + name;
 }
 
