@@ -225,9 +225,20 @@ class PlanApplier {
     const std::string what = "mask on " + step.target;
     UniqueFd mnt;
     if (S_ISDIR(st.st_mode)) {
-      mnt = sys::new_filesystem(
-          "tmpfs", "tmpfs", "size=0,mode=555",
-          MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, what);
+      // One empty read-only tmpfs for all directory masks: the first is made, the others
+      // are clones of it once it is attached (a clone keeps its read-only, nosuid, nodev,
+      // noexec flags), a superblock each fewer to make and to tear down. Nothing can be
+      // written to any of them, so that they share one is not to be seen.
+      if (dir_mask_) {
+        mnt = sys::clone_mount(dir_mask_.get(), false, what);
+      } else {
+        mnt = sys::new_filesystem(
+            "tmpfs", "tmpfs", "size=0,mode=555",
+            MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, what);
+        sys::attach_mount(mnt.get(), at.get(), what);
+        dir_mask_ = std::move(mnt);
+        return;
+      }
     } else {
       if (!dev_null_) dev_null_ = sys::open_host_dev_null();
       mnt = sys::clone_mount(dev_null_.get(), false, what);
@@ -273,7 +284,8 @@ class PlanApplier {
 
   UniqueFd root_;
   UniqueFd dev_null_;
-  UniqueFd dir_;  // parent_and_leaf's directory, and its path
+  UniqueFd dir_mask_;  // the first directory mask, attached: what the others clone
+  UniqueFd dir_;       // parent_and_leaf's directory, and its path
   std::string dir_path_;
   const Logger& log_;
 };
