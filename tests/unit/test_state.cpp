@@ -173,16 +173,19 @@ TEST_CASE("rfc3339_utc is gmtime's date, leap days and centuries included") {
   }
 }
 
+namespace {
+ino_t inode_of(const std::string& path) {
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  return st.st_ino;
+}
+}  // namespace
+
 TEST_CASE("a state write trades places with state.json: whole, and no inode made per write") {
   char tmpl[] = "/tmp/mrun-unit-XXXXXX";
   REQUIRE(::mkdtemp(tmpl) != nullptr);
   StateStore store(std::string(tmpl) + "/state");
   store.ensure_root();
-  auto inode_of = [](const std::string& path) {
-    struct stat st {};
-    REQUIRE(::stat(path.c_str(), &st) == 0);
-    return st.st_ino;
-  };
   ContainerState state;
   state.name = "w";
   state.command = {"/bin/sh", "-c", "a command long enough to be cut if a write tore it"};
@@ -221,11 +224,6 @@ TEST_CASE("an --rm container's state directory is kept and rewritten by the next
   const std::string root = std::string(tmpl) + "/state";
   StateStore store(root);
   store.ensure_root();
-  auto inode_of = [](const std::string& path) {
-    struct stat st {};
-    REQUIRE(::stat(path.c_str(), &st) == 0);
-    return st.st_ino;
-  };
   ContainerState first;
   first.name = "first-with-a-longer-name";
   first.command = {"/bin/sh", "-c", "a command longer than the next one's"};
