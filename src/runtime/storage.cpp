@@ -85,9 +85,6 @@ bool layers_are_empty(int storage_fd) {
   return is_empty_dir(storage_fd, "upper") && is_empty_dir(storage_fd, "merged");
 }
 
-}  // namespace
-
-namespace {
 // Spares are kept as left ("kept-"): overlayfs's work/work/incompat/volatile tree still
 // in work/. A tidied one ("ready-") has an empty work/ and is what a new container takes.
 constexpr char kKeptTag[] = "kept-";

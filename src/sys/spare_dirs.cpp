@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "base/strings.hpp"
 #include "base/unique_fd.hpp"
 #include "sys/fs.hpp"
 
@@ -23,8 +24,11 @@ std::string own_name(const std::string& prefix) {
   return prefix + std::to_string(::getpid()) + "-" + std::to_string(counter++);
 }
 
-bool starts_with(const std::string& name, const std::string& prefix) {
-  return name.compare(0, prefix.size(), prefix) == 0;
+// DIR (a kept directory just renamed out of the pool) is ours (owned by our euid) and
+// CHECK(its fd) says yes.
+bool ours_and(const UniqueFd& dir, const std::function<bool(int dir_fd)>& check) {
+  struct stat st {};
+  return dir && ::fstat(dir.get(), &st) == 0 && st.st_uid == ::geteuid() && check(dir.get());
 }
 
 // A .tidy-PID-N whose mrun is gone: what it was tidying is anyone's to finish.
@@ -53,11 +57,7 @@ bool take_spare_dir(const std::string& pool, const std::string& target,
   for (const auto& name : directory_entries(pool_fd.get())) {
     if (name[0] == '.' || !starts_with(name, tag)) continue;  // being tidied, or not ready
     if (::renameat(pool_fd.get(), name.c_str(), AT_FDCWD, target.c_str()) != 0) continue;
-    UniqueFd dir(::open(target.c_str(), kDirFlags));
-    struct stat st {};
-    if (dir && ::fstat(dir.get(), &st) == 0 && st.st_uid == ::geteuid() && usable(dir.get())) {
-      return true;
-    }
+    if (ours_and(UniqueFd(::open(target.c_str(), kDirFlags)), usable)) return true;
     remove_tree(target);
   }
   return false;
@@ -73,9 +73,7 @@ bool tidy_one_spare_dir(const std::string& pool, const std::string& ready_tag,
     // Out of takers' reach first: a taker must never mount what is being emptied.
     const std::string tidying = own_name(kTidyPrefix);
     if (::renameat(pool_fd.get(), name.c_str(), pool_fd.get(), tidying.c_str()) != 0) continue;
-    UniqueFd dir(::openat(pool_fd.get(), tidying.c_str(), kDirFlags));
-    struct stat st {};
-    if (dir && ::fstat(dir.get(), &st) == 0 && st.st_uid == ::geteuid() && tidy(dir.get()) &&
+    if (ours_and(UniqueFd(::openat(pool_fd.get(), tidying.c_str(), kDirFlags)), tidy) &&
         ::renameat(pool_fd.get(), tidying.c_str(), pool_fd.get(), own_name(ready_tag).c_str()) ==
             0) {
       return true;
