@@ -32,12 +32,7 @@ namespace mrun::gpucheck {
 namespace {
 
 UserInfo from_passwd(const sys::UserEntry& entry) {
-  UserInfo u;
-  u.name = entry.name;
-  u.uid = entry.uid;
-  u.gid = entry.gid;
-  u.db_groups = sys::groups_of_user(u.name, u.gid);
-  return u;
+  return UserInfo{entry, sys::groups_of_user(entry.name, entry.gid)};
 }
 
 std::string group_of(gid_t gid) {
@@ -74,13 +69,7 @@ UserInfo lookup_user(const std::string& name) {
 
 UserInfo lookup_uid(uid_t uid) {
   auto pw = sys::user_by_uid(uid);
-  if (!pw) {
-    UserInfo u;
-    u.name = std::to_string(uid);
-    u.uid = uid;
-    u.gid = ::getgid();
-    return u;
-  }
+  if (!pw) return UserInfo{{std::to_string(uid), uid, ::getgid(), {}}, {}};
   return from_passwd(*pw);
 }
 

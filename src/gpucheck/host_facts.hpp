@@ -11,13 +11,12 @@
 
 #include "gpucheck/ladder.hpp"
 #include "gpupolicy/gpu_policy.h"  // MRUN_GPU_HELPER_POLICY
+#include "sys/user_db.hpp"
 
 namespace mrun::gpucheck {
 
-struct UserInfo {
-  std::string name;
-  uid_t uid = 0;
-  gid_t gid = 0;
+// A host user (name, uid, gid, home, as sys/user_db.hpp reads them) and its groups.
+struct UserInfo : sys::UserEntry {
   std::vector<gid_t> db_groups;  // from /etc/group (getgrouplist): what a login gets
 };
 // Throws mrun::Error naming the user when it does not exist.
