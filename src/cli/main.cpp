@@ -10,6 +10,7 @@
 #include "base/log.hpp"
 #include "base/phase_trace.hpp"
 #include "cli/command.hpp"
+#include "sys/inherited_state.hpp"
 #include "sys/syscalls.hpp"
 
 namespace {
@@ -170,6 +171,9 @@ int run_cli(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // First of all: what the caller left (an ignored SIGCHLD, a closed stdout, a umask)
+  // must not change what mrun's own system calls mean.
+  mrun::sys::reset_inherited_state();
   MRUN_PHASE("main");
   try {
     int status = run_cli(argc, argv);

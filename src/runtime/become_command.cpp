@@ -243,7 +243,8 @@ void become_command(const CommandProcess& process, const security::SecurityPlan&
   security::confine_after_user_switch(plan);
 
   reset_signals();
-  if (process.umask) ::umask(*process.umask);
+  // Unset: 0022, as runc and crun give it, whatever the caller's umask was.
+  ::umask(process.umask.value_or(022));
   // As the command's user, so that its search permissions decide.
   const auto& args = process.args;
   std::string path = resolve_command(args.front(), env_value(env, "PATH"));

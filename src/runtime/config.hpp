@@ -195,7 +195,7 @@ struct ContainerConfig {
   // kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*), written by the container's
   // init once its namespaces exist.
   std::map<std::string, std::string> sysctl;
-  std::optional<mode_t> umask;  // process.user.umask; unset: inherited from mrun
+  std::optional<mode_t> umask;  // process.user.umask; unset: 0022
   std::vector<Rlimit> rlimits;  // process.rlimits, applied in the container's process
   // process.oomScoreAdj, written to /proc/self/oom_score_adj by the container's
   // process; unset: inherited from mrun.

@@ -293,7 +293,7 @@ void become_reaper_and_fork_command(const LaunchSpec& spec, const ContainerEnd& 
   sys::set_dumpable(false);
   const pid_t reaper = ::getpid();
   pid_t command = ::fork();
-  if (command < 0) throw_errno("fork the command under --init");
+  if (command < 0) sys::throw_process_creation_error(errno, "fork the command under --init");
   if (command > 0) {
     gate_read.reset();
     security::confine_reaper(spec.security);

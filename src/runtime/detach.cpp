@@ -9,6 +9,7 @@
 
 #include "base/error.hpp"
 #include "runtime/launcher.hpp"
+#include "sys/syscalls.hpp"
 
 namespace mrun::runtime {
 
@@ -72,7 +73,7 @@ std::string start_monitor(const ContainerConfig& config, const Context& ctx, boo
   if (::pipe2(fds, O_CLOEXEC) != 0) throw_errno("pipe for the container monitor");
   std::cout.flush();
   pid_t monitor = ::fork();
-  if (monitor < 0) throw_errno("fork the container monitor");
+  if (monitor < 0) sys::throw_process_creation_error(errno, "fork the container monitor");
   if (monitor == 0) {
     ::close(fds[0]);
     monitor_main(config, ctx, fds[1], hold);

@@ -490,6 +490,9 @@ sys::CloneResult clone_in_namespace(int ns_fd, int nstype, unsigned long long fl
   using BodyType = std::remove_reference_t<Body>;
   NamespaceEntry<BodyType> entry{ns_fd, nstype, flags, &body, spare_net_fd};
   sys::run_in_vfork_child({&enter_and_clone<BodyType>, &entry}, sibling);
+  if (entry.container <= 0 && entry.error == EAGAIN) {
+    sys::throw_process_creation_error(entry.error, what);
+  }
   if (entry.container <= 0) {
     throw Error(entry.error == 0 ? what : what + ": " + std::string(std::strerror(entry.error)),
                 entry.error, fix);

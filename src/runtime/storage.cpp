@@ -100,7 +100,15 @@ void make_storage(const Context& ctx, const std::string& dir) {
     return;
   }
   // mkdir -p only the first time: it tries every component from / (a mkdir each).
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) sys::make_dirs(dir, 0700);
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    try {
+      sys::make_dirs(dir, 0700);
+    } catch (const Error& e) {
+      throw e.wrap("container storage")
+          .with_hint(::getuid() == 0 ? "make " + ctx.data_root + " a writable directory"
+                                     : "set XDG_DATA_HOME (or HOME) to a directory of yours");
+    }
+  }
   for (const char* sub : {"/upper", "/work", "/merged"}) {
     const std::string path = dir + sub;
     if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) throw_errno("create " + path);

@@ -39,7 +39,7 @@ SpawnedProcess spawn_program(const std::vector<std::string>& argv, const SpawnOp
 
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
-  if (pid < 0) throw_errno("fork for " + argv.at(0));
+  if (pid < 0) throw_process_creation_error(errno, "fork for " + argv.at(0));
   if (pid == 0) {
     status_read.reset();
     try {

@@ -345,6 +345,13 @@ std::string fd_path(int fd) {
   return "/proc/self/fd/" + std::to_string(fd);
 }
 
+void throw_process_creation_error(int err, const std::string& what) {
+  if (err != EAGAIN) throw_errno(err, what);
+  throw_errno(err, what,
+              "this user's process limit (RLIMIT_NPROC, ulimit -u) is reached: raise it or "
+              "end some of the user's processes");
+}
+
 CloneResult clone_with_pidfd(unsigned long long flags, int exit_signal) {
   int pidfd = -1;
   struct clone_args args {};
@@ -352,7 +359,7 @@ CloneResult clone_with_pidfd(unsigned long long flags, int exit_signal) {
   args.pidfd = reinterpret_cast<std::uintptr_t>(&pidfd);
   args.exit_signal = static_cast<unsigned long long>(exit_signal);
   long pid = ::syscall(SYS_clone3, &args, sizeof args);
-  if (pid < 0) throw_errno("clone3 into new namespaces");
+  if (pid < 0) throw_process_creation_error(errno, "clone3 into new namespaces");
   CloneResult result;
   result.pid = static_cast<pid_t>(pid);
   if (pid > 0) result.pidfd.reset(pidfd);

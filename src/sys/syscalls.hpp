@@ -112,6 +112,9 @@ struct CloneResult {
 // it; clone3 then wants exit_signal 0 (EINVAL otherwise) and the child gets the
 // caller's own exit signal.
 CloneResult clone_with_pidfd(unsigned long long flags, int exit_signal);
+// Throws the Error of a failed fork, clone or clone3 (ERR): EAGAIN there is nearly always
+// the caller's RLIMIT_NPROC (a login's `ulimit -u`), which the message then names.
+[[noreturn]] void throw_process_creation_error(int err, const std::string& what);
 
 UniqueFd pidfd_open(pid_t pid);
 // Returns false when the process is already gone (ESRCH).

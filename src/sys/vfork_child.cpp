@@ -63,7 +63,7 @@ void run_in_vfork_child(const VforkCall& call, bool sibling) {
   const pid_t pid = ::clone(trampoline, stack.top(), flags, &t, &pidfd);
   const int clone_errno = errno;
   ::sigprocmask(SIG_SETMASK, &t.original_mask, nullptr);
-  if (pid < 0) throw_errno(clone_errno, "clone the namespace-entering child");
+  if (pid < 0) throw_process_creation_error(clone_errno, "clone the namespace-entering child");
   const UniqueFd child(pidfd);
   // Back here once it exited (CLONE_VFORK): reap it, or with CLONE_PARENT wait until it
   // is gone for the caller's parent to reap, so that its stack is no longer in use.
