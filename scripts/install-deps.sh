@@ -13,6 +13,8 @@ packages=(
   libseccomp-dev libbpf-dev libcli11-dev catch2 nlohmann-json3-dev
   # runtime dependencies of a rootless container
   uidmap fuse-overlayfs fuse3 slirp4netns passt busybox-static iproute2 procps
+  # iputils' ping, copied into an image by tests/integration/test_network.py
+  iputils-ping
   # rootful --network bridge: the CNI bridge, host-local and portmap plugins
   containernetworking-plugins
   # the kernel module and the VM harness

@@ -1,5 +1,7 @@
 #include "oci/run_config.hpp"
 
+#include <linux/capability.h>
+
 #include <cerrno>
 
 #include "base/error.hpp"
@@ -27,6 +29,11 @@ std::vector<std::string> names_of(security::CapMask mask) {
 Capabilities capability_sets(const RunRequest& request, const RunPolicy& policy) {
   security::CapabilityRequest caps;
   caps.defaults = policy.default_caps;
+  // Raw sockets on the host's own network namespace could spoof the host's traffic: the
+  // default set keeps CAP_NET_RAW for a network of the container's own (policy/caps.conf).
+  if (policy.rootful && request.network == runtime::NetworkMode::host) {
+    caps.defaults &= ~security::cap_bit(CAP_NET_RAW);
+  }
   caps.all = policy.all_caps;
   caps.add = request.security.cap_add;
   caps.drop = request.security.cap_drop;

@@ -521,9 +521,71 @@ def test_no_api_socket_after_a_normal_exit(mrun, rootfs, name):
     M.assert_rc(mrun("delete", name))
 
 
+IPUTILS_PING = "/usr/bin/ping"
+
+
+@pytest.fixture(scope="module")
+def iputils_rootfs(rootfs, tmp_path_factory):
+    """The busybox rootfs with iputils' ping (Debian's iputils-ping) and its libraries at
+    their host paths: the ping most images ship, which tries an ICMP echo socket when a
+    raw socket is refused."""
+    if not os.path.exists(IPUTILS_PING):
+        pytest.skip("iputils' ping is not installed (scripts/install-deps.sh installs "
+                    "iputils-ping)")
+    base = tmp_path_factory.mktemp("iputils")
+    os.chmod(base, 0o755)
+    root = str(base / "rootfs")
+    shutil.copytree(rootfs, root, symlinks=True)
+    libs = subprocess.run(["ldd", IPUTILS_PING], capture_output=True, text=True,
+                          check=True).stdout
+    paths = [IPUTILS_PING] + [w for w in libs.split() if w.startswith("/")]
+    for path in paths:
+        real = os.path.realpath(path)
+        for name in {path, real}:
+            dst = root + name
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            if not os.path.lexists(dst):
+                shutil.copy(real, dst)  # no file capabilities: root in the container
+    return root
+
+
+PINGS = {"busybox": "ping -c1 -W2 127.0.0.1", "iputils": f"{IPUTILS_PING} -c1 -W2 127.0.0.1"}
+
+
+@pytest.mark.parametrize("ping", sorted(PINGS))
+@pytest.mark.parametrize("caps", ["default", "cap-drop-net-raw"])
+def test_ping_tools_in_the_default_container(mrun, rootfs, iputils_rootfs, name, ping, caps):
+    """The default container pings with what images ship: CAP_NET_RAW is in the default
+    set (as Docker's) for busybox's ping, which opens raw sockets only. Without it
+    (--cap-drop NET_RAW) iputils' ping still works through an ICMP echo socket, which
+    net.ipv4.ping_group_range allows the container's root; busybox's then cannot."""
+    image = rootfs if ping == "busybox" else iputils_rootfs
+    opts = ("--cap-drop", "NET_RAW") if caps != "default" else ()
+    r = M.run_sh(mrun, image, PINGS[ping], *opts, name=name)
+    if caps == "cap-drop-net-raw" and ping == "busybox":
+        assert r.rc == 1 and "permission denied" in r.err, r
+    else:
+        M.assert_rc(r)
+        assert "1 packets transmitted, 1 " in r.out or "1 received" in r.out, r
+
+
+@pytest.mark.skipif(not M.ROOTFUL, reason="rootful: a rootless container's NET_RAW never "
+                    "reaches the host's network namespace")
+def test_no_net_raw_on_a_rootful_host_network(mrun, rootfs, name):
+    """On the host's own network a raw socket could spoof the host's traffic: the
+    default set leaves NET_RAW out there, unless --cap-add names it."""
+    r = M.run_sh(mrun, rootfs, "grep CapBnd /proc/self/status", "--network", "host", name=name)
+    M.assert_rc(r)
+    assert not int(r.out.split()[1], 16) & (1 << 13), r
+    r = M.run_sh(mrun, rootfs, "grep CapBnd /proc/self/status", "--network", "host",
+                 "--cap-add", "NET_RAW", name=name)
+    M.assert_rc(r)
+    assert int(r.out.split()[1], 16) & (1 << 13), r
+
+
 @pytest.mark.parametrize("backend", BACKENDS + ["none"])
 def test_ping_works_by_default(mrun, rootfs, name, backend):
-    """Ping without CAP_NET_RAW, as podman gives it: net.ipv4.ping_group_range "0 0" in the
+    """Ping even without CAP_NET_RAW, as podman gives it: net.ipv4.ping_group_range "0 0" in the
     container's own network namespace lets its root open ICMP echo sockets (what iputils'
     ping uses; busybox's only tries raw sockets). On loopback always, to the slirp4netns
     gateway too (pasta is started with --no-map-gw: 10.0.2.2 is not the host there). A

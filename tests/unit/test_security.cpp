@@ -256,8 +256,8 @@ TEST_CASE("capabilities: the bounding set, dropped by PR_CAPBSET_DROP", "[securi
   }
 }
 
-TEST_CASE("capabilities: the default set is podman's 11", "[security]") {
-  CHECK(default_caps() == 0x800405fbULL);
+TEST_CASE("capabilities: the default set is podman's 11 and NET_RAW, as Docker's", "[security]") {
+  CHECK(default_caps() == (0x800405fbULL | cap_bit(CAP_NET_RAW)));
 }
 
 TEST_CASE("capabilities: plans for root and for a non-root user", "[security]") {

@@ -112,6 +112,27 @@ TEST_CASE("mrun run's config: podman's capability rules written out as the five 
   REQUIRE_THROWS_WITH(oci::build_run_config(r, policy()), Catch::Contains("NOT_A_CAP"));
 }
 
+TEST_CASE("mrun run's config: NET_RAW of the default set stays off a rootful host network") {
+  auto with_raw = policy(true);
+  with_raw.default_caps |= security::cap_bit(CAP_NET_RAW);
+  auto caps_of = [&](runtime::NetworkMode network, bool rootful, std::vector<std::string> add) {
+    auto r = request();
+    r.network = network;
+    r.security.cap_add = std::move(add);
+    auto p = with_raw;
+    p.rootful = rootful;
+    return *oci::build_run_config(r, p).spec.process->capabilities->bounding;
+  };
+  using runtime::NetworkMode;
+  REQUIRE(has(caps_of(NetworkMode::slirp4netns, true, {}), "CAP_NET_RAW"));
+  REQUIRE(has(caps_of(NetworkMode::none, true, {}), "CAP_NET_RAW"));
+  // Rootless, the host's network namespace is not the container user namespace's: its
+  // NET_RAW reaches nothing there, and stays.
+  REQUIRE(has(caps_of(NetworkMode::host, false, {}), "CAP_NET_RAW"));
+  REQUIRE_FALSE(has(caps_of(NetworkMode::host, true, {}), "CAP_NET_RAW"));
+  REQUIRE(has(caps_of(NetworkMode::host, true, {"NET_RAW"}), "CAP_NET_RAW"));
+}
+
 TEST_CASE("mrun run's config: --privileged lists every capability and drops the filter") {
   auto r = request();
   r.security.privileged = true;
