@@ -31,6 +31,8 @@ std::unique_ptr<Command> make_list_command();
 std::unique_ptr<Command> make_kill_command();
 std::unique_ptr<Command> make_delete_command();
 std::unique_ptr<Command> make_stats_command();
+// mrun userns [--stop]: the shared user namespace's holder (mrun(1)).
+std::unique_ptr<Command> make_userns_command();
 // mrun gpu matrix|doctor (mrun-gpu(1)).
 std::unique_ptr<Command> make_gpu_command();
 // mrun cdi generate|list (mrun-cdi(1)).

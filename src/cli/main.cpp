@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
+#include <string_view>
 
 #include "base/error.hpp"
 #include "base/log.hpp"
@@ -12,6 +13,7 @@
 #include "cli/command.hpp"
 #include "sys/inherited_state.hpp"
 #include "sys/syscalls.hpp"
+#include "userns/userns_holder.hpp"
 
 namespace {
 
@@ -61,6 +63,7 @@ const std::vector<Verb> verbs = {
     {{"delete", "rm"}, mrun::cli::make_delete_command},
     {{"stats"}, mrun::cli::make_stats_command},
     {{"cdi"}, mrun::cli::make_cdi_command},
+    {{"userns"}, mrun::cli::make_userns_command},
     {{"spec"}, mrun::cli::make_spec_command},
     {{"create"}, mrun::cli::make_create_command},
     {{"start"}, mrun::cli::make_start_command},
@@ -171,6 +174,11 @@ int run_cli(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // This binary re-executed as a shared user namespace's holder (userns_holder.hpp).
+  const std::string_view argv0 = argc > 0 ? argv[0] : "";
+  if (argv0.substr(argv0.rfind('/') + 1) == mrun::userns::kHolderProgramName) {
+    return mrun::userns::holder_program_main(argc, argv);
+  }
   // First of all: what the caller left (an ignored SIGCHLD, a closed stdout, a umask)
   // must not change what mrun's own system calls mean.
   mrun::sys::reset_inherited_state();

@@ -5,9 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/file.h>
-#include <sys/inotify.h>
 #include <sys/ioctl.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -23,6 +21,7 @@
 #include "sys/syscalls.hpp"
 #include "userns/apply_idmap.hpp"
 #include "userns/spare_netns.hpp"
+#include "userns/userns_holder.hpp"
 
 namespace mrun::userns {
 
@@ -63,123 +62,73 @@ bool same_inode(int fd, const char* path) {
          a.st_dev == b.st_dev;
 }
 
-// The holder's namespace if the record names a living holder that maps IDS; else an
-// invalid fd and *why says what did not hold.
-UniqueFd open_holder_namespace(const std::string& record, const IdMapPlan& ids, std::string* why) {
+// The process the record names, checked to be a living holder of the caller's: its
+// user namespace, pidfd and maps; an invalid ns and *why say what did not hold.
+struct RecordedHolder {
+  pid_t pid = -1;
+  UniqueFd pidfd;
+  UniqueFd ns;
+  std::string uid_map, gid_map, setgroups;
+};
+
+RecordedHolder recorded_holder(const std::string& record, std::string* why) {
+  RecordedHolder h;
   auto text = sys::read_file(record);
   if (!text) {
     *why = "none is running";
-    return {};
+    return h;
   }
   long long pid = 0;
   unsigned long long start = 0;
   if (std::sscanf(text->c_str(), "%lld %llu", &pid, &start) != 2 || pid <= 1) {
     *why = "its record " + record + " is unreadable";
-    return {};
+    return h;
   }
+  h.pid = static_cast<pid_t>(pid);
+  const std::string gone = "the one recorded (pid " + std::to_string(pid) + ") is gone";
   // The pidfd first: if that process is still alive once everything below was read,
   // the pid was never reused in between, so all of it was the holder's.
-  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0)));
+  h.pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, h.pid, 0)));
   const std::string proc = "/proc/" + std::to_string(pid);
   UniqueFd procdir(::open(proc.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!pidfd || !procdir) {
-    *why = "the one recorded (pid " + std::to_string(pid) + ") is gone";
-    return {};
+  if (!h.pidfd || !procdir) {
+    *why = gone;
+    return h;
   }
   UniqueFd ns(::openat(procdir.get(), "ns/user", O_RDONLY | O_CLOEXEC));
-  const std::string uid_map = read_at(procdir.get(), "uid_map");
-  const std::string gid_map = read_at(procdir.get(), "gid_map");
-  const std::string setgroups = read_at(procdir.get(), "setgroups");
+  h.uid_map = read_at(procdir.get(), "uid_map");
+  h.gid_map = read_at(procdir.get(), "gid_map");
+  h.setgroups = read_at(procdir.get(), "setgroups");
   // A zombie still answers signal 0 and shows its namespace: a holder that exited
   // under a parent that has not reaped it yet is gone all the same.
-  const sys::ProcessStat stat = sys::process_stat(static_cast<pid_t>(pid));
+  const sys::ProcessStat stat = sys::process_stat(h.pid);
   if (!ns || stat.start_time != start || stat.state == 'Z' || stat.state == 'X' ||
-      ::syscall(SYS_pidfd_send_signal, pidfd.get(), 0, nullptr, 0) != 0) {
-    *why = "the one recorded (pid " + std::to_string(pid) + ") is gone";
-    return {};
+      ::syscall(SYS_pidfd_send_signal, h.pidfd.get(), 0, nullptr, 0) != 0) {
+    *why = gone;
+    return h;
   }
   uid_t owner = static_cast<uid_t>(-1);
   UniqueFd parent(::ioctl(ns.get(), NS_GET_PARENT));
   if (::ioctl(ns.get(), NS_GET_OWNER_UID, &owner) != 0 || owner != ::getuid() || !parent ||
       !same_inode(parent.get(), "/proc/self/ns/user")) {
     *why = "pid " + std::to_string(pid) + " is not in a user namespace the caller made";
-    return {};
+    return h;
   }
-  if (parse_map(uid_map) != ids.uids || parse_map(gid_map) != ids.gids ||
-      trim(setgroups) != "allow") {
-    *why = "the running one (pid " + std::to_string(pid) + ") maps other ids";
-    return {};
-  }
-  return ns;
+  h.ns = std::move(ns);
+  return h;
 }
 
-// The holder: nothing of mrun's caller (no fd but /dev/null, cwd /, its own session, no
-// terminal signals), waiting for the monitor to map its ids, then for nothing. Exits
-// once LINGER seconds pass without an mrun opening its record, or once the record is
-// no longer the one it was started with. Never returns, never throws.
-[[noreturn]] void holder_main(int go_fd, int listen_fd, const std::string& record,
-                              int linger_seconds) {
-  int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-  for (int fd = 0; fd < 3; ++fd) {
-    if (null >= 0 && null != fd) ::dup2(null, fd);
+// The holder's namespace if the record names a living holder that maps IDS; else an
+// invalid fd and *why says what did not hold.
+UniqueFd open_holder_namespace(const std::string& record, const IdMapPlan& ids, std::string* why) {
+  RecordedHolder h = recorded_holder(record, why);
+  if (!h.ns) return {};
+  if (parse_map(h.uid_map) != ids.uids || parse_map(h.gid_map) != ids.gids ||
+      trim(h.setgroups) != "allow") {
+    *why = "the running one (pid " + std::to_string(h.pid) + ") maps other ids";
+    return {};
   }
-  // Nothing of the caller's but the descriptors it is given (LISTEN_FD may be -1).
-  int keep[2] = {std::min(go_fd, listen_fd), std::max(go_fd, listen_fd)};
-  unsigned from = 3;
-  for (int fd : keep) {
-    if (fd < 3) continue;
-    if (static_cast<unsigned>(fd) > from) {
-      ::syscall(SYS_close_range, from, static_cast<unsigned>(fd - 1), 0U);
-    }
-    from = static_cast<unsigned>(fd) + 1;
-  }
-  ::syscall(SYS_close_range, from, ~0U, 0U);
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  for (int sig : {SIGINT, SIGHUP, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGPIPE}) {
-    ::signal(sig, SIG_IGN);
-  }
-  ::prctl(PR_SET_PDEATHSIG, 0);
-  ::prctl(PR_SET_NAME, "mrun-userns");
-  ::setsid();  // a child, never a process group leader: this cannot fail
-  if (::chdir("/") != 0) ::_exit(0);
-  char go = 0;
-  if (::read(go_fd, &go, 1) != 1 || go != 'g') ::_exit(0);  // the monitor gave up
-  ::close(go_fd);
-  struct stat own {};
-  int watch = ::inotify_init1(IN_CLOEXEC);
-  if (::stat(record.c_str(), &own) != 0 || watch < 0 ||
-      ::inotify_add_watch(watch, record.c_str(),
-                          IN_OPEN | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF) < 0) {
-    ::_exit(0);
-  }
-  SpareNetworkNamespaces spares;
-  alignas(struct inotify_event) char events[4096];
-  for (;;) {
-    struct pollfd p[2] = {{watch, POLLIN, 0}, {listen_fd, POLLIN, 0}};
-    int ready = ::poll(p, listen_fd >= 0 ? 2 : 1, linger_seconds * 1000);
-    if (ready == 0) ::_exit(0);  // idle: the next mrun starts another
-    if (ready < 0) {
-      if (errno == EINTR) continue;
-      ::_exit(0);
-    }
-    if (p[1].revents & POLLIN) spares.serve(listen_fd);
-    if ((p[0].revents & POLLIN) == 0) continue;
-    ssize_t len = ::read(watch, events, sizeof events);
-    bool replaced = len <= 0;
-    for (ssize_t at = 0; at < len;) {
-      const auto* event = reinterpret_cast<const struct inotify_event*>(events + at);
-      if ((event->mask & IN_OPEN) == 0) replaced = true;
-      at += static_cast<ssize_t>(sizeof(struct inotify_event) + event->len);
-    }
-    // stat, not open: an open would be an event of its own.
-    struct stat now {};
-    if (replaced && (::stat(record.c_str(), &now) != 0 || now.st_ino != own.st_ino ||
-                     now.st_dev != own.st_dev)) {
-      ::_exit(0);
-    }
-  }
+  return std::move(h.ns);
 }
 
 UniqueFd start_holder(const SharedUsernsRequest& request, const std::string& record) {
@@ -190,6 +139,10 @@ UniqueFd start_holder(const SharedUsernsRequest& request, const std::string& rec
   UniqueFd go_read(go_pipe[0]), go_write(go_pipe[1]);
   // Made here, in the caller's private state root, for the holder to serve on.
   UniqueFd spare_requests = listen_for_spare_requests(request.state_root);
+  // What the holder execs: this binary, as `mrun-userns UID` (userns_holder.hpp).
+  UniqueFd self_exe(::open("/proc/self/exe", O_PATH | O_CLOEXEC));
+  if (!self_exe) throw_errno("open /proc/self/exe for the user namespace holder", "mount /proc");
+  const uid_t caller = ::getuid();  // in the new namespace, unmapped: the overflow uid
   // Started through a short-lived first child so that the holder is nobody's child
   // here (it is reparented to the caller's subreaper or init) and may make a session of
   // its own (a terminal's SIGHUP and ^C do not reach it).
@@ -202,7 +155,7 @@ UniqueFd start_holder(const SharedUsernsRequest& request, const std::string& rec
       auto child = sys::clone_with_pidfd(CLONE_NEWUSER, SIGCHLD);
       if (child.pid == 0) {
         ready_write.reset();
-        holder_main(go_read.get(), spare_requests.get(), record, request.linger_seconds);
+        exec_holder(self_exe.get(), go_read.get(), spare_requests.get(), caller);
       }
       holder = child.pid;
     } catch (...) {
@@ -224,7 +177,10 @@ UniqueFd start_holder(const SharedUsernsRequest& request, const std::string& rec
   sys::write_file_atomic(
       record, std::to_string(holder) + " " + std::to_string(sys::process_start_time(holder)) + "\n",
       0600);
-  if (::write(go_write.get(), "g", 1) != 1) throw_errno("start the user namespace holder");
+  const std::string go = holder_go_line(request.linger_seconds, record);
+  if (::write(go_write.get(), go.data(), go.size()) != static_cast<ssize_t>(go.size())) {
+    throw_errno("start the user namespace holder");
+  }
   go_write.reset();
   std::string why;
   UniqueFd ns = open_holder_namespace(record, request.ids, &why);
@@ -256,6 +212,31 @@ UniqueFd shared_user_namespace(const SharedUsernsRequest& request, const Logger&
   if (UniqueFd ns = open_holder_namespace(record, request.ids, &why)) return ns;
   log.debug("starting a user namespace holder for " + request.state_root + " (" + why + ")");
   return start_holder(request, record);
+}
+
+std::optional<HolderView> find_shared_userns_holder(const std::string& state_root) {
+  std::string why;
+  RecordedHolder h = recorded_holder(record_path(state_root), &why);
+  if (!h.ns) return std::nullopt;
+  struct stat ns {};
+  ::fstat(h.ns.get(), &ns);
+  return HolderView{h.pid, "user:[" + std::to_string(ns.st_ino) + "]", parse_map(h.uid_map),
+                    parse_map(h.gid_map)};
+}
+
+std::optional<pid_t> stop_shared_userns_holder(const std::string& state_root) {
+  std::string why;
+  const std::string record = record_path(state_root);
+  RecordedHolder h = recorded_holder(record, &why);
+  if (!h.ns) return std::nullopt;
+  // The record first: no mrun joins a holder that is on its way out. Through the pidfd
+  // taken before the checks, so the signal reaches that holder or nothing.
+  ::unlink(record.c_str());
+  ::syscall(SYS_pidfd_send_signal, h.pidfd.get(), SIGTERM, nullptr, 0);
+  struct pollfd exited = {h.pidfd.get(), POLLIN, 0};
+  while (::poll(&exited, 1, 5000) < 0 && errno == EINTR) {
+  }
+  return h.pid;
 }
 
 int shared_userns_linger_seconds() {

@@ -14,7 +14,9 @@
 //    profile refuses setns and unshare(CLONE_NEWUSER).
 //  - The holder itself: a process of the caller's uid in the host's PID namespace,
 //    invisible from any container (which has a PID namespace of its own); it has
-//    nothing of its caller's: no fd of mrun's, its cwd is /. Its own fds are the
+//    nothing of its caller's: this binary re-executed as `mrun-userns UID`
+//    (userns_holder.hpp), so no argument, environment or memory of the mrun that
+//    started it, no fd of mrun's, its cwd is /. Its own fds are the
 //    record's watch and the spare network namespaces it hands out (spare_netns.hpp):
 //    a socket in the state root, its home network namespace and one spare.
 //  --userns private gives a container a namespace of its own, as before.
@@ -28,7 +30,11 @@
 // and mapped exactly as the caller's plan: anything else is not joined.
 #pragma once
 
+#include <sys/types.h>
+
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "base/log.hpp"
 #include "base/unique_fd.hpp"
@@ -50,6 +56,20 @@ UniqueFd shared_user_namespace(const SharedUsernsRequest& request, const Logger&
 // The living holder's namespace, never starting one; an invalid fd when there is none
 // that maps IDS (for removing a container's storage).
 UniqueFd existing_shared_user_namespace(const std::string& state_root, const IdMapPlan& ids);
+
+// The living holder of STATE_ROOT's shared namespace (`mrun userns`), whatever it maps.
+struct HolderView {
+  pid_t pid = -1;
+  std::string user_namespace;  // "user:[INODE]", as /proc/PID/ns/user reads
+  std::vector<IdMapEntry> uids, gids;
+};
+std::optional<HolderView> find_shared_userns_holder(const std::string& state_root);
+
+// `mrun userns --stop`: removes the record (no mrun joins it any more), ends the holder
+// with SIGTERM through a pidfd of the process the record named, and waits (up to five
+// seconds) for it to exit. Containers already in the namespace keep it alive and run
+// on; the next container starts a new holder. The pid stopped, or nullopt for none.
+std::optional<pid_t> stop_shared_userns_holder(const std::string& state_root);
 
 // MRUN_USERNS_LINGER (seconds, 1..86400) or 60.
 int shared_userns_linger_seconds();

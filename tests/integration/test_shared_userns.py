@@ -4,6 +4,7 @@ What is shared is what each test below checks: the map, nothing of the caller, a
 holder that goes away when idle or replaced, and a record that is never trusted
 blindly."""
 
+import json
 import os
 import subprocess
 import time
@@ -182,6 +183,75 @@ def test_a_spare_network_namespace_is_as_new_as_a_fresh_one(mrun, rootfs, state)
             assert "UP" in r.out.splitlines()[0], r.out
     finally:
         _stop_holders(state)
+
+
+def test_the_holder_shows_as_mrun_userns_with_nothing_of_the_first_container(
+        mrun, rootfs, state):
+    """ps shows `mrun-userns UID`, not the command line of the mrun run that started it
+    (arguments that may hold secrets, and that read as a container that never exited);
+    its environment is empty."""
+    m = mrun.with_args("--root", state)
+    marker = f"secret-marker-{os.getpid()}"
+    try:
+        r = m("run", "--rm", "--network", "none", "-e", f"TOKEN={marker}", rootfs,
+              "/bin/echo", marker)
+        M.assert_rc(r)
+        holder = _holder_pid(state)
+        with open(f"/proc/{holder}/cmdline", "rb") as f:
+            assert f.read().split(b"\0")[:-1] == [b"mrun-userns", str(M.UID).encode()]
+        with open(f"/proc/{holder}/environ", "rb") as f:
+            assert f.read() == b"", "the holder kept an environment"
+        assert not M.procs_with_arg(marker), M.procs_with_arg(marker)
+        ps = subprocess.run(["ps", "-o", "args=", "-p", str(holder)], capture_output=True,
+                            text=True, timeout=10)
+        assert ps.stdout.strip() == f"mrun-userns {M.UID}", ps
+    finally:
+        _stop_holders(state)
+
+
+def test_mrun_userns_shows_and_stops_the_holder(mrun, rootfs, state, name):
+    """`mrun userns` names the holder and its maps; --stop ends it without touching a
+    running container; the next container starts a new one."""
+    m = mrun.with_args("--root", state)
+    r = m("userns", "--format", "json")
+    M.assert_rc(r)
+    assert json.loads(r.out) is None, r
+    r = m.detach("--name", name, "--network", "none", rootfs, "/bin/sleep", "1000")
+    try:
+        M.assert_rc(r)
+        holder = _holder_pid(state)
+        r = m("userns", "--format", "json")
+        M.assert_rc(r)
+        shown = json.loads(r.out)
+        assert shown["pid"] == holder, r
+        assert shown["userNamespace"] == os.readlink(f"/proc/{holder}/ns/user"), r
+        assert shown["uidMappings"][0] == {"containerID": 0, "hostID": M.UID, "size": 1}, r
+        table = m("userns")
+        M.assert_rc(table)
+        assert table.lines[1].split("\t")[0] == str(holder), table
+        stop = m("userns", "--stop")
+        M.assert_rc(stop)
+        assert stop.out == f"stopped mrun-userns {holder}\n", stop
+        assert holder not in M.userns_holders(), "the holder is still there after --stop"
+        assert not os.path.exists(os.path.join(state, ".userns")), "the record stayed"
+        M.assert_rc(m("exec", name, "/bin/true"))
+        M.assert_rc(m("userns", "--stop"))  # none left: not an error
+        _userns_of_container(m, rootfs)
+        assert _holder_pid(state) != holder
+    finally:
+        m("delete", "-f", name)
+        _stop_holders(state)
+
+
+def test_mrun_userns_by_hand_refuses(tmp_path):
+    """The holder program is mrun's alone: started by hand (a link named mrun-userns)
+    it says so and exits 125, holding nothing."""
+    link = tmp_path / "mrun-userns"
+    link.symlink_to(M.MRUN)
+    p = subprocess.run([str(link), "1000"], capture_output=True, text=True, timeout=10,
+                       stdin=subprocess.DEVNULL)
+    assert p.returncode == 125, p
+    assert p.stderr.startswith("mrun-userns: started by mrun only"), p
 
 
 def test_the_holder_exits_once_idle(mrun, rootfs, state):

@@ -1,6 +1,8 @@
 #include <catch2/catch.hpp>
+#include <string>
 
 #include "userns/idmap.hpp"
+#include "userns/userns_holder.hpp"
 
 using namespace mrun::userns;
 
@@ -39,4 +41,23 @@ TEST_CASE("idmap: newuidmap argv and container-to-host lookups") {
   REQUIRE(map_to_host(plan.gids, 65536) == -1);
   auto single = plan_id_maps(1000, 1000, {}, {}, true);
   REQUIRE(map_to_host(single.gids, 5) == -1);
+}
+
+TEST_CASE("the holder's go line: linger and record, nothing else") {
+  using mrun::userns::holder_go_line;
+  using mrun::userns::parse_holder_go_line;
+  int linger = 0;
+  std::string record;
+  REQUIRE(holder_go_line(60, "/run/user/1000/mrun/.userns") ==
+          "go 60 /run/user/1000/mrun/.userns\n");
+  REQUIRE(parse_holder_go_line("go 60 /tmp/mrun-1000/.userns", &linger, &record));
+  CHECK(linger == 60);
+  CHECK(record == "/tmp/mrun-1000/.userns");
+  REQUIRE(parse_holder_go_line("go 1 /a dir with spaces/.userns", &linger, &record));
+  CHECK(record == "/a dir with spaces/.userns");
+  for (const char* bad : {"", "g", "go", "go 60", "go 60 ", "go 0 /x", "go 86401 /x", "go -5 /x",
+                          "go 60 relative/.userns", "stop 60 /x"}) {
+    INFO(bad);
+    CHECK_FALSE(parse_holder_go_line(bad, &linger, &record));
+  }
 }
