@@ -4,11 +4,14 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <string_view>
 
 #include "base/error.hpp"
+#include "base/strings.hpp"
 #include "sys/fs.hpp"
 #include "sys/spare_dirs.hpp"
 #include "sys/syscalls.hpp"
@@ -79,10 +82,45 @@ bool is_empty_dir(int parent, const char* name) {
   return dir && sys::directory_entries(dir.get()).empty();
 }
 
-// Nothing in the upper layer (what is there would be the next container's root) and
-// nothing on the mount point.
+// Extended attributes of the upper root that overlayfs itself keeps there (its uuid,
+// say); through the overlay a container can set none of these names (EPERM), only
+// others (user.*, security.capability, an ACL), which it may then have planted.
+bool only_overlayfs_xattrs(int fd) {
+  char names[4096];
+  ssize_t len = ::flistxattr(fd, names, sizeof names);
+  if (len < 0) return false;  // ERANGE: more than overlayfs ever sets
+  for (ssize_t at = 0; at < len;) {
+    const std::string_view name(names + at);
+    if (!starts_with(name, "user.overlay.") && !starts_with(name, "trusted.overlay.")) {
+      return false;
+    }
+    at += static_cast<ssize_t>(name.size()) + 1;
+  }
+  return true;
+}
+
+// The upper layer's own directory is the next container's /: a container that ran
+// chmod, chown or setfattr on its / changed it, without leaving an entry in it. Only
+// one as make_storage makes it may be reused: ours, 0755, no attribute but overlayfs's.
+bool upper_root_is_as_made(int upper_fd) {
+  struct stat st {};
+  return ::fstat(upper_fd, &st) == 0 && st.st_uid == ::geteuid() && st.st_gid == ::getegid() &&
+         (st.st_mode & 07777) == 0755 && only_overlayfs_xattrs(upper_fd);
+}
+
+// Nothing in the upper layer (what is there would be the next container's root), its
+// root as made, and nothing on the mount point.
 bool layers_are_empty(int storage_fd) {
-  return is_empty_dir(storage_fd, "upper") && is_empty_dir(storage_fd, "merged");
+  UniqueFd upper(::openat(storage_fd, "upper", kDirFlags));
+  return upper && sys::directory_entries(upper.get()).empty() &&
+         upper_root_is_as_made(upper.get()) && is_empty_dir(storage_fd, "merged");
+}
+
+// Times of the next container's / are its own start's, not the last one's (the
+// last one's file made and removed in / moved them; touch -d could set any).
+bool refresh_upper_times(int storage_fd) {
+  UniqueFd upper(::openat(storage_fd, "upper", kDirFlags));
+  return upper && ::futimens(upper.get(), nullptr) == 0;
 }
 
 // Spares are kept as left ("kept-"): overlayfs's work/work/incompat/volatile tree still
@@ -96,7 +134,10 @@ void make_storage(const Context& ctx, const std::string& dir) {
   // on ext4 mounted with discard) costs more than making new directories.
   if (sys::take_spare_dir(
           spare_root(ctx), dir,
-          [](int fd) { return layers_are_empty(fd) && is_empty_dir(fd, "work"); }, kReadyTag)) {
+          [](int fd) {
+            return layers_are_empty(fd) && is_empty_dir(fd, "work") && refresh_upper_times(fd);
+          },
+          kReadyTag)) {
     return;
   }
   // mkdir -p only the first time: it tries every component from / (a mkdir each).

@@ -32,6 +32,7 @@
  *                    prints "ok" or "errno=NAME (message)" and exits 0 or 1
  *   crash            die of SIGSEGV (a real fault, which even a PID 1 dies of)
  *   hold SECS ARG    sleep SECS seconds; ARG is only a marker for ps
+ *   abstract NAME SECS  listen on the abstract unix socket @NAME for SECS seconds
  *   escape-suite HOST_PID HANDLE_PATH [NAME...]
  *                    try each way out of the container (all, or the NAMEs) and
  *                    print one line per attempt: "NAME errno=EPERM" when it was
@@ -75,6 +76,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +89,7 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/types.h>
+#include <sys/un.h>
 #include <sys/user.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -504,6 +507,24 @@ static int cmd_crash(void) {
   return 2;
 }
 
+/* A listening socket in the abstract namespace, which belongs to the network namespace:
+ * what a container leaves there must never reach the next one. */
+static int cmd_abstract(int argc, char** argv) {
+  if (argc < 2) return fail("usage: abstract NAME SECS");
+  struct sockaddr_un addr = {.sun_family = AF_UNIX};
+  size_t len = strlen(argv[0]);
+  if (len + 1 > sizeof addr.sun_path) return fail("abstract: name too long");
+  memcpy(addr.sun_path + 1, argv[0], len); /* sun_path[0] == 0: abstract */
+  int sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  socklen_t size = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len);
+  if (sock < 0 || bind(sock, (struct sockaddr*)&addr, size) != 0 || listen(sock, 1) != 0)
+    return fail("abstract: @%s: %s", argv[0], strerror(errno));
+  printf("listening=@%s\n", argv[0]);
+  fflush(stdout);
+  sleep_ms(atol(argv[1]) * 1000);
+  return 0;
+}
+
 static int cmd_hold(int argc, char** argv) {
   long secs = argc >= 1 ? atol(argv[0]) : 60;
   sleep_ms(secs * 1000);
@@ -890,7 +911,7 @@ static void usage(void) {
   fputs(
       "usage: mrun-probe escape DEV:INO | ids | x32 | sigwait [SECS] | zombie [N] | procs |\n"
       "       stat PATH | fds | tty | ifaces | loopback | write PATH | mknod PATH | crash |\n"
-      "       hold SECS [MARKER] | escape-suite HOST_PID HANDLE_PATH [NAME...] |\n"
+      "       hold SECS [MARKER] | abstract NAME SECS | escape-suite HOST_PID HANDLE_PATH [NAME...] |\n"
       "       escape-list | sys [trap] getppid|getpgid|mkdirat PATH | ping ADDR\n",
       stderr);
 }
@@ -1026,6 +1047,7 @@ int main(int argc, char** argv) {
   if (!strcmp(cmd, "mknod")) return cmd_mknod(rest_argc, rest);
   if (!strcmp(cmd, "crash")) return cmd_crash();
   if (!strcmp(cmd, "hold")) return cmd_hold(rest_argc, rest);
+  if (!strcmp(cmd, "abstract")) return cmd_abstract(rest_argc, rest);
   if (!strcmp(cmd, "escape-suite")) return cmd_escape_suite(rest_argc, rest);
   if (!strcmp(cmd, "escape-list")) return cmd_escape_list();
   if (!strcmp(cmd, "inject")) return cmd_inject(rest_argc, rest);
