@@ -107,11 +107,14 @@ UniqueFd ask_for_spare_network_namespace(const std::string& state_root) {
   if (!socket_address(spare_netns_socket_path(state_root), &addr)) return {};
   UniqueFd sock(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
   if (!sock) return {};
-  // A holder that does not answer within a second is not waited for.
+  // A holder that does not answer within a second is not waited for; nor one whose
+  // backlog is full (stopped, or flooded by another process of the user): a unix
+  // socket's connect waits for room as long as SO_SNDTIMEO lets it.
   struct timeval timeout {
     1, 0
   };
   ::setsockopt(sock.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  ::setsockopt(sock.get(), SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
   if (::connect(sock.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) return {};
   return sock;
 }
