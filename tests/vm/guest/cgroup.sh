@@ -12,7 +12,8 @@
 # (OOM kill, exit 137, oom_kill counted, leaf removed), --pids-limit with a
 # fork bomb, --cpus, the container's own view of /sys/fs/cgroup, `mrun stats`,
 # an OCI bundle's linux.resources in the leaf's files and `mrun update` changing
-# them, and the errors when nothing is delegated. Prints TAP (docs/DEVELOPING.md)
+# them, the same limits from `su -l` and `runuser -l` login shells that ignore
+# SIGCHLD, and the errors when nothing is delegated. Prints TAP (docs/DEVELOPING.md)
 # and copies it to $MRUN_VM_OUT/cgroup.tap; exits 1 if any test failed.
 #
 # Containers use --network none (no helper needed) and --overlay none: these
@@ -258,6 +259,58 @@ suite() {
 
 suite rootless as_delegated "$deleg"
 suite rootful as_root "$cg/mrun"
+
+# ---------------------------------------------------------------- from a login shell
+# The way a user starts mrun, not the way this harness does: `su -l` and `runuser -l`
+# (PAM, a login's environment: HOME from passwd, no XDG_RUNTIME_DIR), in the delegated
+# subtree, from a shell that ran `trap '' CHLD` first, as job runners and some daemons
+# leave it (an ignored SIGCHLD once made every run exit 125 here).
+# as_login SU CMD...: CMD as mrun-test through SU (su or runuser).
+as_login() {
+    local su=$1 cmd
+    shift
+    printf -v cmd '%q ' "$@"
+    # shellcheck disable=SC2016
+    (cd /tmp && sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$deleg/shell" \
+        "$su" -l "$user" -c "cd /tmp && trap '' CHLD && $cmd")
+}
+login_suite() {
+    local su=$1 output rc
+    output=$(as_login "$su" "$M" run --rm "${common[@]}" "$ROOTFS" /bin/sh -c 'exit 7' 2>&1)
+    rc=$?
+    if [[ $rc == 7 && -z $output ]]; then
+        ok "$su -l, SIGCHLD ignored: run returns the container's exit status (7)"
+    else
+        not_ok "$su -l, SIGCHLD ignored: run returns the container's exit status (7)" "exit $rc" "$output"
+    fi
+    for overlay in none fuse; do
+        output=$(as_login "$su" "$M" run --rm --network none --overlay "$overlay" --memory 100M \
+            "$ROOTFS" /bin/hog 200 2>&1)
+        rc=$?
+        if [[ $rc == 137 ]] && grep -q "OOM killer" <<<"$output"; then
+            ok "$su -l, SIGCHLD ignored: --overlay $overlay --memory 100M: OOM-killed, exit 137"
+        else
+            not_ok "$su -l, SIGCHLD ignored: --overlay $overlay --memory 100M: OOM-killed, exit 137" \
+                "exit $rc" "$(tail -n 5 <<<"$output")"
+        fi
+    done
+    output=$(as_login "$su" "$M" run -d --name "login-$su" "${common[@]}" "$ROOTFS" /bin/sleep 60 2>&1 &&
+        as_login "$su" "$M" exec "login-$su" /bin/sh -c 'exit 4' 2>&1)
+    rc=$?
+    as_login "$su" "$M" delete -f "login-$su" >/dev/null 2>&1
+    if [[ $rc == 4 ]]; then
+        ok "$su -l, SIGCHLD ignored: exec returns the process's exit status (4)"
+    else
+        not_ok "$su -l, SIGCHLD ignored: exec returns the process's exit status (4)" "exit $rc" "$output"
+    fi
+    if [[ -z $(leaves "$deleg") ]]; then
+        ok "$su -l: no leaf left after the login-shell runs"
+    else
+        not_ok "$su -l: no leaf left after the login-shell runs" "$(leaves "$deleg")"
+    fi
+}
+login_suite su
+login_suite runuser
 
 # ---------------------------------------------------------------- OCI linux.resources, update
 # A real block device for io.max: a loop device over a file (its numbers from sysfs).
