@@ -1,29 +1,21 @@
 // The container's device cgroup filter (BPF_PROG_TYPE_CGROUP_DEVICE), cgroup v2's
-// replacement for v1's devices.allow. The kernel runs it on every open and mknod of a
-// device node by a process in the cgroup (and its descendants); returning 0 denies
-// with EPERM. Attached with BPF_F_ALLOW_MULTI, so a program an ancestor attached still
-// runs too: the effective policy is the intersection.
+// replacement for v1's devices.allow and devices.deny. The kernel runs it on every open
+// and mknod of a device node by a process in the cgroup (and its descendants);
+// returning 0 denies with EPERM. Attached with BPF_F_ALLOW_MULTI, so a program an
+// ancestor attached still runs too: the effective policy is the intersection.
 //
-// The allow-list lives in the map `rules`, filled by whoever loads the program (mrun
-// through libbpf, or mrun-gpu-helper(8) with raw bpf(2) calls): entries in order, the
-// first with access == 0 ends the list. Default: deny.
-//
-// Shared layout (src/cgroup/device_rules.hpp, helpers/ and this file agree on it):
-// type 0 = any, 1 = block, 2 = char (BPF_DEVCG_DEV_*); major/minor ~0u = any; access
-// a mask of BPF_DEVCG_ACC_MKNOD (1), READ (2), WRITE (4).
+// The rules live in the map `rules`, filled by whoever loads the program (mrun through
+// libbpf, or mrun-gpu-helper(8) with raw bpf(2) calls): entries in order, the first with
+// no access bit ends the list. What one entry decides, and why the map holds the rule
+// list reversed, is device_rule_step's (device_filter_rule.h, shared with mrun's unit
+// tests). Default: deny.
 #include <linux/bpf.h>
 
 #include <bpf/bpf_helpers.h>
 
-#define MAX_RULES 64
-#define ANY 0xffffffffu
+#include "device_filter_rule.h"
 
-struct device_rule {
-  __u32 type;
-  __u32 major;
-  __u32 minor;
-  __u32 access;
-};
+#define MAX_RULES 64
 
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -35,15 +27,13 @@ struct {
 SEC("cgroup/dev")
 int device_filter(struct bpf_cgroup_dev_ctx* ctx) {
   __u32 type = ctx->access_type & 0xffff;
-  __u32 access = ctx->access_type >> 16;
+  __u32 pending = ctx->access_type >> 16;
   for (__u32 i = 0; i < MAX_RULES; i++) {
     __u32 key = i;
     struct device_rule* rule = bpf_map_lookup_elem(&rules, &key);
-    if (!rule || rule->access == 0) return 0;
-    if (rule->type != 0 && rule->type != type) continue;
-    if (rule->major != ANY && rule->major != ctx->major) continue;
-    if (rule->minor != ANY && rule->minor != ctx->minor) continue;
-    if ((access & rule->access) == access) return 1;
+    if (!rule || (rule->access & DEVICE_RULE_ACCESS_BITS) == 0) return 0;
+    int verdict = device_rule_step(rule, type, ctx->major, ctx->minor, &pending);
+    if (verdict != DEVICE_RULE_NEXT) return verdict;
   }
   return 0;
 }

@@ -19,8 +19,8 @@
 
 namespace mrun::cgroup {
 
-// The map's values are DeviceRule as it is: the layout of device_filter.bpf.c's struct.
-static_assert(sizeof(DeviceRule) == 16 && std::is_standard_layout_v<DeviceRule>);
+// The map's values are FilterMapEntry as it is: device_filter_rule.h's struct.
+static_assert(sizeof(FilterMapEntry) == 16 && std::is_standard_layout_v<FilterMapEntry>);
 
 namespace {
 
@@ -73,8 +73,9 @@ std::optional<FilterFailure> attach_device_filter(const std::string& leaf,
   // first); one step for the report, as either fails the same way without privilege.
   if (int err = device_filter__load(skel.get()); err != 0) return failure("BPF_PROG_LOAD", -err);
   const int map = bpf_map__fd(skel->maps.rules);
-  for (std::uint32_t i = 0; i < rules.size(); ++i) {
-    if (bpf_map_update_elem(map, &i, &rules[i], BPF_ANY) != 0) {
+  const std::vector<FilterMapEntry> entries = filter_map_entries(rules);
+  for (std::uint32_t i = 0; i < entries.size(); ++i) {
+    if (bpf_map_update_elem(map, &i, &entries[i], BPF_ANY) != 0) {
       return failure("BPF_MAP_UPDATE_ELEM", errno);
     }
   }

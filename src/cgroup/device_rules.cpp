@@ -4,7 +4,8 @@
 
 #include "base/error.hpp"
 #include "base/strings.hpp"
-#include "embedded_policy.h"  // generated from policy/ by security/embed_policy.py
+#include "cgroup/device_filter_rule.h"  // the BPF program's own step, shared
+#include "embedded_policy.h"            // generated from policy/ by security/embed_policy.py
 
 namespace mrun::cgroup {
 
@@ -135,18 +136,12 @@ std::vector<DeviceRule> rules_from_oci(const std::vector<OciDeviceRule>& entries
     rule.major = number_from_oci(e.major, "major");
     rule.minor = number_from_oci(e.minor, "minor");
     rule.access = *access;
-    if (!e.allow) {
-      // Deny-all resets the list; mrun's filter starts from deny, so it is a no-op in
-      // first place. A narrower deny would need rule order semantics mrun does not have.
-      bool deny_all = rule.type == DeviceType::any && rule.major == any_number &&
-                      rule.minor == any_number &&
-                      rule.access == (access_read | access_write | access_mknod);
-      if (!deny_all || i != 0) {
-        throw Error(
-            "linux.resources.devices: a deny rule other than a leading deny-all is not "
-            "supported",
-            EINVAL, "start with {\"allow\": false, \"access\": \"rwm\"} and list allow rules");
-      }
+    rule.deny = !e.allow;
+    const bool everything = rule.type == DeviceType::any && rule.major == any_number &&
+                            rule.minor == any_number &&
+                            rule.access == (access_read | access_write | access_mknod);
+    if (everything && rule.deny) {
+      rules.clear();  // what came before is overruled for every device and access
       continue;
     }
     rules.push_back(rule);
@@ -154,10 +149,55 @@ std::vector<DeviceRule> rules_from_oci(const std::vector<OciDeviceRule>& entries
   return rules;
 }
 
+namespace {
+bool matches(const DeviceRule& r, DeviceType type, std::uint32_t major, std::uint32_t minor) {
+  return (r.type == DeviceType::any || r.type == type) &&
+         (r.major == any_number || r.major == major) && (r.minor == any_number || r.minor == minor);
+}
+}  // namespace
+
+bool rules_allow(const std::vector<DeviceRule>& rules, DeviceType type, std::uint32_t major,
+                 std::uint32_t minor, std::uint32_t access) {
+  if (access == 0) return false;
+  for (std::uint32_t bit : {access_read, access_write, access_mknod}) {
+    if ((access & bit) == 0) continue;
+    bool allowed = false;  // no rule names it: denied
+    for (auto r = rules.rbegin(); r != rules.rend(); ++r) {
+      if (matches(*r, type, major, minor) && (r->access & bit) != 0) {
+        allowed = !r->deny;
+        break;
+      }
+    }
+    if (!allowed) return false;
+  }
+  return true;
+}
+
+std::vector<FilterMapEntry> filter_map_entries(const std::vector<DeviceRule>& rules) {
+  std::vector<FilterMapEntry> entries;
+  for (auto r = rules.rbegin(); r != rules.rend(); ++r) {
+    entries.push_back({static_cast<std::uint32_t>(r->type), r->major, r->minor,
+                       r->access | (r->deny ? DEVICE_RULE_DENY : 0)});
+  }
+  return entries;
+}
+
+bool filter_allows(const std::vector<FilterMapEntry>& entries, DeviceType type, std::uint32_t major,
+                   std::uint32_t minor, std::uint32_t access) {
+  __u32 pending = access;
+  for (const auto& e : entries) {
+    const device_rule rule{e.type, e.major, e.minor, e.access};
+    if ((rule.access & DEVICE_RULE_ACCESS_BITS) == 0) return false;
+    int verdict = device_rule_step(&rule, static_cast<__u32>(type), major, minor, &pending);
+    if (verdict != DEVICE_RULE_NEXT) return verdict == DEVICE_RULE_ALLOWS;
+  }
+  return false;
+}
+
 std::vector<DeviceRule> plan_device_rules(const FilterInput& input) {
   const std::uint32_t all = access_read | access_write | access_mknod;
   if (input.privileged) return {DeviceRule{DeviceType::any, any_number, any_number, all}};
-  std::vector<DeviceRule> rules = input.defaults;
+  std::vector<DeviceRule> rules = input.extra;
   for (const auto& node : input.nodes) {
     auto access = parse_access(node.access);
     if (!access) {
@@ -167,7 +207,7 @@ std::vector<DeviceRule> plan_device_rules(const FilterInput& input) {
     }
     rules.push_back({node.type, node.major, node.minor, *access});
   }
-  rules.insert(rules.end(), input.extra.begin(), input.extra.end());
+  rules.insert(rules.end(), input.defaults.begin(), input.defaults.end());
   std::erase_if(rules, [](const DeviceRule& r) { return r.access == 0; });
   if (rules.size() > max_device_rules) {
     throw Error("the device filter would have " + std::to_string(rules.size()) +

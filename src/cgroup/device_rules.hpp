@@ -1,12 +1,16 @@
-// The device cgroup allow-list as data: parsing policy/devices.conf and OCI
+// The device cgroup rules as data: parsing policy/devices.conf and OCI
 // linux.resources.devices, and planning the rules a container's filter gets. Pure (no
 // I/O), unit tested; src/cgroup/device_filter.cpp loads the result into the BPF
 // program, and mrun-gpu-helper(8) compiles the same default set in.
 //
-// A rule is what cgroup v1's devices.allow took: TYPE MAJOR:MINOR ACCESS, with type
-// a (any), b or c, '*' for any major or minor, and ACCESS any of r, w, m. The filter
-// allows a device access when some rule matches its type and numbers and covers every
-// access asked for (opening O_RDWR needs both r and w); anything else is EPERM.
+// A rule is what cgroup v1's devices.allow and devices.deny took: TYPE MAJOR:MINOR
+// ACCESS, with type a (any), b or c, '*' for any major or minor, and ACCESS any of r, w,
+// m, and it allows or denies. The rules are an ordered list, as the runtime spec has
+// them (Docker's: deny all, allow a dozen nodes, deny /dev/fuse): for each access bit
+// asked for (opening O_RDWR asks r and w), the last rule that matches the device and
+// names that bit decides; a bit no rule decides is denied. An access is allowed when
+// every bit it asks for is (rules_allow, the reference; the BPF program and cgroup v1
+// get the same list).
 #pragma once
 
 #include <cstdint>
@@ -31,8 +35,24 @@ struct DeviceRule {
   std::uint32_t major = any_number;
   std::uint32_t minor = any_number;
   std::uint32_t access = 0;  // BPF_DEVCG_ACC_* bits; never 0 in a plan (0 ends the map)
+  bool deny = false;         // a deny rule (devices.deny), else an allow
   bool operator==(const DeviceRule&) const = default;
 };
+
+// The reference meaning of an ordered rule list (above): whether ACCESS (BPF_DEVCG_ACC_*
+// bits) to the device TYPE MAJOR:MINOR is allowed.
+bool rules_allow(const std::vector<DeviceRule>& rules, DeviceType type, std::uint32_t major,
+                 std::uint32_t minor, std::uint32_t access);
+
+// The BPF map's entries for RULES (device_filter_rule.h's layout): reversed, so that the
+// program's first deciding entry is the list's last deciding rule, a deny marked in the
+// access word. And the program's own walk over such entries, for the unit tests.
+struct FilterMapEntry {
+  std::uint32_t type = 0, major = 0, minor = 0, access = 0;
+};
+std::vector<FilterMapEntry> filter_map_entries(const std::vector<DeviceRule>& rules);
+bool filter_allows(const std::vector<FilterMapEntry>& entries, DeviceType type, std::uint32_t major,
+                   std::uint32_t minor, std::uint32_t access);
 
 // "rwm" -> bits; std::nullopt when not one or more of r, w, m (each at most once).
 std::optional<std::uint32_t> parse_access(const std::string& text);
@@ -53,8 +73,8 @@ struct OciDeviceRule {
   std::optional<std::int64_t> major, minor;  // absent or -1: any
   std::string access;                        // empty: rwm
 };
-// The common runc/podman shape: a deny-all first (mrun starts from deny anyway), then
-// allow entries. Any other deny throws "not supported". Returns the allow rules.
+// The entries as rules, in their order. What comes before the last deny-all (a *:* rwm)
+// is dropped with it: the list starts from deny, so it decides nothing.
 std::vector<DeviceRule> rules_from_oci(const std::vector<OciDeviceRule>& entries);
 
 // A node passed with --device or --gpu, as the host has it.
@@ -72,7 +92,9 @@ struct FilterInput {
   bool privileged = false;           // --privileged: every device, as podman
 };
 
-// The rules in map order. Throws mrun::Error when they exceed max_device_rules.
+// The rule list: the config's (EXTRA) in its order, then the nodes, then the defaults,
+// so that those two are always allowed, as runc appends its default devices after the
+// spec's rules. Throws mrun::Error when they exceed max_device_rules.
 std::vector<DeviceRule> plan_device_rules(const FilterInput& input);
 
 }  // namespace mrun::cgroup

@@ -37,10 +37,13 @@ std::string own_devices_v1_group(const std::string& proc_self_cgroup) {
   return "/";
 }
 
-std::vector<std::string> devices_v1_allow_lines(const std::vector<DeviceRule>& rules) {
-  std::vector<std::string> lines;
-  for (const auto& rule : rules) lines.push_back(to_string(rule));
-  return lines;
+std::vector<std::pair<std::string, std::string>> devices_v1_writes(
+    const std::vector<DeviceRule>& rules) {
+  std::vector<std::pair<std::string, std::string>> writes;
+  for (const auto& rule : rules) {
+    writes.emplace_back(rule.deny ? "devices.deny" : "devices.allow", to_string(rule));
+  }
+  return writes;
 }
 
 namespace {
@@ -68,11 +71,11 @@ std::optional<DevicesV1Group> DevicesV1Group::create(const std::string& name,
                 "--device-filter=off to run without any device restriction");
   }
   DevicesV1Group group(path);
-  // Deny everything first, then allow the list: a new group inherits its parent's.
+  // Deny everything first (a new group inherits its parent's), then the list in order.
   try {
     sys::write_file(path + "/devices.deny", "a");
-    for (const auto& line : devices_v1_allow_lines(rules)) {
-      sys::write_file(path + "/devices.allow", line);
+    for (const auto& [file, line] : devices_v1_writes(rules)) {
+      sys::write_file(path + "/" + file, line);
     }
   } catch (const Error& e) {
     throw e.wrap("device cgroup " + path);

@@ -1,14 +1,19 @@
 // The cgroup v1 devices controller: the device restriction of a rootful container on a
 // host whose cgroups are v1 or hybrid (no cgroup v2 leaf to attach the BPF filter to),
-// as runc does there. The same allow-list as the filter (device_rules.hpp), written as
-// devices.deny "a" then one devices.allow line per rule, in a group of the container's
-// own under the caller's devices cgroup.
+// as runc does there. The same rule list as the filter (device_rules.hpp), written as
+// devices.deny "a" then each rule in its order, an allow to devices.allow and a deny to
+// devices.deny, in a group of the container's own under the caller's devices cgroup.
+// The kernel takes a deny there out of the allows of the very same type and numbers
+// only: a deny of c 10:229 after an allow of c *:* m leaves mknod of 10:229 allowed on
+// v1, where the BPF filter denies it (runc writes the same sequence, with the same
+// result).
 #pragma once
 
 #include <sys/types.h>
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cgroup/device_rules.hpp"
@@ -20,8 +25,10 @@ namespace mrun::cgroup {
 std::string find_devices_v1_mount(const std::string& mountinfo);
 // The caller's group in that hierarchy, from /proc/self/cgroup text ("5:devices:/x").
 std::string own_devices_v1_group(const std::string& proc_self_cgroup);
-// The devices.allow lines for RULES ("c 1:3 rwm", "a *:* rwm").
-std::vector<std::string> devices_v1_allow_lines(const std::vector<DeviceRule>& rules);
+// What to write for RULES, in order: {"devices.allow", "c 1:3 rwm"},
+// {"devices.deny", "c 10:229 rwm"}, ...
+std::vector<std::pair<std::string, std::string>> devices_v1_writes(
+    const std::vector<DeviceRule>& rules);
 
 void remove_devices_v1_group(const std::string& path) noexcept;
 

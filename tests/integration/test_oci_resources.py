@@ -11,12 +11,17 @@ cgroup v2 in a VM: tests/vm/cgroup-suite.sh.
 """
 
 import json
+import os
+import shutil
+import subprocess
 
 import pytest
 
 import mrunlib as M
 from test_cgroups import WHY_NOT, VM_SUITE
 from test_oci import _create
+
+RUNC = shutil.which("runc")
 
 needs_no_cgroup = pytest.mark.skipif(
     WHY_NOT is None, reason="this host can honour limits; what runs without a cgroup is "
@@ -109,3 +114,51 @@ def test_features_lists_rdma_with_cgroup_v2(mrun):
     M.assert_rc(r)
     cgroup = json.loads(r.out)["linux"]["cgroup"]
     assert cgroup["v2"] is True and cgroup["v1"] is False and cgroup["rdma"] is True, cgroup
+
+
+# Docker 20.10's default linux.resources.devices, as `docker run` hands it to a runtime:
+# a deny-all, the usual nodes and tun, and a deny of /dev/fuse last.
+DOCKER_DEVICES = [{"allow": False, "access": "rwm"}] + [
+    {"allow": True, "type": "c", "major": major, "minor": minor, "access": "rwm"}
+    for major, minor in ((1, 3), (1, 5), (1, 7), (1, 8), (1, 9), (5, 0), (5, 1), (5, 2),
+                         (136, None), (10, 200))
+] + [{"allow": False, "type": "c", "major": 10, "minor": 229, "access": "rwm"}]
+
+
+@pytest.mark.skipif(RUNC is None, reason="runc is not installed (scripts/install-deps.sh)")
+def test_dockers_device_list_as_runc(mrun, rootfs, name, tmp_path):
+    """Docker's list with /dev/fuse in linux.devices (its node made or bound in): every
+    container Docker starts carries this list, and mrun once refused it at create.
+    What the container may open must be what runc gives it: rootful, /dev/fuse EPERM
+    (the deny after the allows), /dev/null open; rootless neither runtime has a device
+    cgroup on this host, and both open the node the host lets them."""
+    if not os.path.exists("/dev/fuse"):
+        pytest.skip("no /dev/fuse on this host")
+    fuse = os.stat("/dev/fuse")
+
+    def edit(config):
+        config["linux"]["resources"] = {
+            "devices": [{k: v for k, v in d.items() if v is not None} for d in DOCKER_DEVICES]}
+        config["linux"]["devices"] = [{"path": "/dev/fuse", "type": "c", "major": 10,
+                                       "minor": 229, "fileMode": 0o666, "uid": 0, "gid": 0}]
+    script = "mrun-probe write /dev/fuse; mrun-probe write /dev/null; true"
+    bundle = M.oci_bundle(mrun, tmp_path, rootfs, ["/bin/sh", "-c", script], edit)
+    runc_root = str(tmp_path / "runc-root")
+    try:
+        theirs = subprocess.run([RUNC, "--root", runc_root, "run", "-b", str(bundle), name],
+                                capture_output=True, text=True, timeout=M.TIMEOUT,
+                                stdin=subprocess.DEVNULL)
+    finally:
+        subprocess.run([RUNC, "--root", runc_root, "delete", "--force", name],
+                       capture_output=True, timeout=M.TIMEOUT)
+    try:
+        ours = mrun("run", "--bundle", bundle, name)
+    finally:
+        mrun("delete", "--force", name)
+    assert theirs.returncode == 0, theirs
+    M.assert_rc(ours)
+    assert ours.lines == theirs.stdout.splitlines(), f"mrun:\n{ours!r}\nrunc:\n{theirs}"
+    if M.ROOTFUL:
+        assert ours.lines[0].startswith("errno=EPERM"), ours
+    assert ours.lines[1] == "ok", ours
+    assert os.stat("/dev/fuse").st_mode == fuse.st_mode, "the host's /dev/fuse changed"

@@ -1,7 +1,10 @@
 // The device cgroup filter's rules (cgroup/device_rules.hpp) and who asks the helper
 // for what (runtime/device_access.hpp): the pure parts, without privilege.
 #include <catch2/catch.hpp>
+#include <iterator>
+#include <random>
 #include <string>
+#include <utility>
 
 #include "base/error.hpp"
 #include "cgroup/device_rules.hpp"
@@ -18,17 +21,17 @@ const std::uint32_t rwm = access_read | access_write | access_mknod;
 DeviceRule chr(std::uint32_t major, std::uint32_t minor, std::uint32_t access) {
   return {DeviceType::character, major, minor, access};
 }
+DeviceRule deny(DeviceRule rule) {
+  rule.deny = true;
+  return rule;
+}
+// What the loaded filter decides for a plan: device_filter.bpf.c's own step over the map
+// entries it gets, checked against the reference reading of the list each time.
 bool allows(const std::vector<DeviceRule>& rules, DeviceType type, std::uint32_t major,
             std::uint32_t minor, std::uint32_t access) {
-  // What device_filter.bpf.c does, for checking plans end to end.
-  for (const auto& r : rules) {
-    if (r.access == 0) return false;
-    if (r.type != DeviceType::any && r.type != type) continue;
-    if (r.major != any_number && r.major != major) continue;
-    if (r.minor != any_number && r.minor != minor) continue;
-    if ((access & r.access) == access) return true;
-  }
-  return false;
+  const bool filter = filter_allows(filter_map_entries(rules), type, major, minor, access);
+  REQUIRE(filter == rules_allow(rules, type, major, minor, access));
+  return filter;
 }
 mrun::mount::HostDevice host_device(const std::string& path, unsigned major, unsigned minor,
                                     const std::string& access, uid_t uid = 0, gid_t gid = 0,
@@ -89,14 +92,15 @@ TEST_CASE("the built-in default set: the OCI nodes, nothing else") {
   REQUIRE_FALSE(allows(rules, DeviceType::character, 240, 0, access_read | access_write));
 }
 
-TEST_CASE("plan: defaults, then one rule per --device/--gpu node with its access") {
+TEST_CASE("plan: one rule per --device/--gpu node with its access, then the defaults") {
   FilterInput input;
   input.defaults = default_device_rules();
   input.nodes.push_back({DeviceType::character, 240, 0, "r"});   // --device ...:r
   input.nodes.push_back({DeviceType::character, 240, 1, "rw"});  // --gpu
   auto rules = plan_device_rules(input);
   REQUIRE(rules.size() == input.defaults.size() + 2);
-  REQUIRE(rules.back() == chr(240, 1, access_read | access_write));
+  REQUIRE(rules[1] == chr(240, 1, access_read | access_write));
+  REQUIRE(rules.back() == input.defaults.back());
   REQUIRE(allows(rules, DeviceType::character, 240, 0, access_read));
   REQUIRE_FALSE(allows(rules, DeviceType::character, 240, 0, access_read | access_write));
   REQUIRE(allows(rules, DeviceType::character, 240, 1, access_read | access_write));
@@ -125,7 +129,7 @@ TEST_CASE("plan: more rules than the map holds is an error, not a truncated list
   REQUIRE_THROWS_WITH(plan_device_rules(input), Catch::Contains("is not rwm"));
 }
 
-TEST_CASE("OCI linux.resources.devices: a leading deny-all, then allow rules") {
+TEST_CASE("OCI linux.resources.devices: a leading deny-all, then rules in order") {
   std::vector<OciDeviceRule> entries{
       {false, "", std::nullopt, std::nullopt, "rwm"},
       {true, "c", 240, std::nullopt, "rw"},
@@ -141,12 +145,97 @@ TEST_CASE("OCI linux.resources.devices: a leading deny-all, then allow rules") {
   REQUIRE(rules_from_oci({{false, "", std::nullopt, std::nullopt, "rwm"}}).empty());
 }
 
+TEST_CASE("OCI linux.resources.devices: denies anywhere, a later deny-all overrules") {
+  REQUIRE(rules_from_oci({{false, "c", 1, 3, "rwm"}}) == std::vector{deny(chr(1, 3, rwm))});
+  // Everything before a deny-all decides nothing any more.
+  REQUIRE(rules_from_oci({{true, "c", 1, 3, "rw"},
+                          {false, "", std::nullopt, std::nullopt, "rwm"},
+                          {true, "c", 1, 5, "r"}}) == std::vector{chr(1, 5, access_read)});
+  // A deny of less than everything is a rule like any other.
+  REQUIRE(rules_from_oci({{true, "c", 1, 3, "rw"}, {false, "a", -1, -1, "w"}}) ==
+          std::vector{chr(1, 3, access_read | access_write),
+                      deny(DeviceRule{DeviceType::any, any_number, any_number, access_write})});
+}
+
+// Docker 20.10's default linux.resources.devices, as `docker run` hands it to a runtime.
+std::vector<OciDeviceRule> docker_device_list() {
+  auto allow = [](const char* type, std::int64_t major, std::int64_t minor, const char* access) {
+    return OciDeviceRule{true, type, major, minor, access};
+  };
+  return {{false, "a", std::nullopt, std::nullopt, "rwm"},
+          allow("c", 1, 5, "rwm"),
+          allow("c", 1, 3, "rwm"),
+          allow("c", 1, 9, "rwm"),
+          allow("c", 1, 8, "rwm"),
+          allow("c", 5, 0, "rwm"),
+          allow("c", 5, 1, "rwm"),
+          allow("c", 1, 7, "rwm"),
+          allow("c", 136, -1, "rwm"),
+          allow("c", 5, 2, "rwm"),
+          allow("c", 10, 200, "rwm"),
+          {false, "c", 10, 229, "rwm"}};
+}
+
+TEST_CASE("Docker's default device list: its nodes open, /dev/fuse does not") {
+  FilterInput input;
+  input.defaults = default_device_rules();
+  input.extra = rules_from_oci(docker_device_list());
+  auto rules = plan_device_rules(input);
+  const std::uint32_t rw = access_read | access_write;
+  for (auto [major, minor] : {std::pair{1u, 3u}, {1u, 5u}, {1u, 9u}, {5u, 2u}, {136u, 4u}}) {
+    INFO(major << ":" << minor);
+    REQUIRE(allows(rules, DeviceType::character, major, minor, rw));
+  }
+  REQUIRE(allows(rules, DeviceType::character, 10, 200, rw));  // tun: Docker allows it
+  REQUIRE_FALSE(allows(rules, DeviceType::character, 10, 229, access_read));
+  REQUIRE_FALSE(allows(rules, DeviceType::character, 10, 229, rw));
+  // mknod of any node stays allowed by the defaults that follow the spec's list, as by
+  // runc's (c *:* m): a node made is still one the filter will not open.
+  REQUIRE(allows(rules, DeviceType::character, 10, 229, access_mknod));
+  REQUIRE(allows(rules, DeviceType::character, 10, 230, access_mknod));  // defaults: c *:* m
+  REQUIRE_FALSE(allows(rules, DeviceType::block, 8, 0, access_read));
+}
+
+TEST_CASE("the filter's map walk decides every access as the reference reading does") {
+  // Lists of up to 12 rules over a small world of devices, allows and denies mixed, and
+  // every access to every device of that world, for several thousand lists.
+  std::mt19937 random(20261206);
+  const std::uint32_t numbers[] = {1, 2, any_number};
+  const DeviceType types[] = {DeviceType::any, DeviceType::block, DeviceType::character};
+  auto pick = [&](auto& from) { return from[random() % std::size(from)]; };
+  for (int list = 0; list < 3000; ++list) {
+    std::vector<DeviceRule> rules(random() % 13);
+    for (auto& r : rules) {
+      r = {pick(types), pick(numbers), pick(numbers), 1 + static_cast<std::uint32_t>(random() % 7),
+           random() % 2 == 0};
+    }
+    const auto entries = filter_map_entries(rules);
+    for (DeviceType type : {DeviceType::block, DeviceType::character}) {
+      for (std::uint32_t major : {1u, 2u, 3u}) {
+        for (std::uint32_t minor : {1u, 2u, 3u}) {
+          for (std::uint32_t access = 1; access <= rwm; ++access) {
+            INFO("list " << list << ", device " << static_cast<int>(type) << " " << major << ":"
+                         << minor << ", access " << access);
+            REQUIRE(filter_allows(entries, type, major, minor, access) ==
+                    rules_allow(rules, type, major, minor, access));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("the reference reading: the last rule naming a bit decides it") {
+  const std::vector<DeviceRule> rules{chr(1, 3, rwm), deny(chr(1, 3, access_write))};
+  REQUIRE(rules_allow(rules, DeviceType::character, 1, 3, access_read));
+  REQUIRE_FALSE(rules_allow(rules, DeviceType::character, 1, 3, access_read | access_write));
+  const std::vector<DeviceRule> later{deny(chr(1, 3, access_write)), chr(1, 3, rwm)};
+  REQUIRE(rules_allow(later, DeviceType::character, 1, 3, access_read | access_write));
+  REQUIRE_FALSE(rules_allow({}, DeviceType::character, 1, 3, access_read));
+  REQUIRE_FALSE(rules_allow(rules, DeviceType::character, 1, 3, 0));
+}
+
 TEST_CASE("OCI linux.resources.devices: what mrun cannot honour is refused") {
-  REQUIRE_THROWS_WITH(rules_from_oci({{false, "c", 1, 3, "rwm"}}),
-                      Catch::Contains("not supported"));
-  REQUIRE_THROWS_WITH(
-      rules_from_oci({{true, "c", 1, 3, "rw"}, {false, "", std::nullopt, std::nullopt, "rwm"}}),
-      Catch::Contains("leading deny-all"));
   REQUIRE_THROWS_WITH(rules_from_oci({{true, "x", 1, 3, "rw"}}), Catch::Contains("type \"x\""));
   REQUIRE_THROWS_WITH(rules_from_oci({{true, "c", 1, 3, "rq"}}), Catch::Contains("is not rwm"));
   REQUIRE_THROWS_WITH(rules_from_oci({{true, "c", -2, 3, "r"}}), Catch::Contains("out of range"));
@@ -216,6 +305,10 @@ TEST_CASE("devices v1: the hierarchy from mountinfo, the caller's group, the all
   std::vector<DeviceRule> rules{
       {DeviceType::character, 1, 3, 7},
       {DeviceType::any, mrun::cgroup::any_number, mrun::cgroup::any_number, 7}};
-  auto lines = mrun::cgroup::devices_v1_allow_lines(rules);
-  REQUIRE(lines == std::vector<std::string>{"c 1:3 rwm", "a *:* rwm"});
+  rules.push_back({DeviceType::character, 10, 229, 7, true});
+  using Write = std::pair<std::string, std::string>;
+  REQUIRE(mrun::cgroup::devices_v1_writes(rules) ==
+          std::vector<Write>{{"devices.allow", "c 1:3 rwm"},
+                             {"devices.allow", "a *:* rwm"},
+                             {"devices.deny", "c 10:229 rwm"}});
 }

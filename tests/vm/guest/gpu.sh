@@ -265,6 +265,35 @@ expect_exit "rootful --cgroups disabled: no filter, the bound node opens" 0 '^ok
 expect_exit "rootful --privileged: every device allowed" 0 '^ok open' \
     "$mrun" "${fr[@]}" --privileged -v /dev/fakegpu1:/dev/fakegpu1 \
     -v "$gpu_dir/fakegpu-client-static:/c:ro" "$R" /c --device /dev/fakegpu1 --check open
+# An OCI bundle's device list is ordered, the last matching rule deciding (the runtime
+# spec; Docker's own list ends with a deny of /dev/fuse): all of fakegpu's minors
+# allowed, then fakegpu1 denied, then Docker's deny of /dev/fuse.
+gpu_major=$(stat -c '%t' /dev/fakegpu0) gpu_major=$((16#$gpu_major))
+ordered=$stage/bundle-ordered
+rm -rf "$ordered" && mkdir -p "$ordered" && "$mrun" spec --bundle "$ordered" &&
+    python3 - "$ordered/config.json" "$R" "$gpu_major" <<'PY'
+import json, sys
+path, rootfs, major = sys.argv[1], sys.argv[2], int(sys.argv[3])
+c = json.load(open(path))
+c["root"] = {"path": rootfs, "readonly": True}
+c["process"]["terminal"] = False
+c["process"]["args"] = ["/bin/sh", "-c", "for d in fakegpu0 fakegpu1 fuse null; do "
+                        "(: </dev/$d) 2>/dev/null && echo $d=open || echo $d=denied; done"]
+node = lambda name, maj, mi: {"path": "/dev/" + name, "type": "c", "major": maj, "minor": mi,
+                              "fileMode": 0o666, "uid": 0, "gid": 0}
+c["linux"]["devices"] = [node("fakegpu0", major, 0), node("fakegpu1", major, 1),
+                         node("fuse", 10, 229)]
+c["linux"]["resources"] = {"devices": [
+    {"allow": False, "access": "rwm"},
+    {"allow": True, "type": "c", "major": major, "access": "rw"},
+    {"allow": False, "type": "c", "major": major, "minor": 1, "access": "rwm"},
+    {"allow": True, "type": "c", "major": 10, "minor": 200, "access": "rwm"},
+    {"allow": False, "type": "c", "major": 10, "minor": 229, "access": "rwm"}]}
+json.dump(c, open(path, "w"))
+PY
+expect_exit "rootful bundle, ordered rules: fakegpu0 opens, fakegpu1 (denied after its major's allow) and /dev/fuse do not" 0 \
+    'fakegpu0=open fakegpu1=denied fuse=denied null=open' sh -c \
+    "'$mrun' run --bundle '$ordered' ordered | tr '\\n' ' '; '$mrun' delete -f ordered >/dev/null 2>&1"
 
 # ---------------------------------------------------------------- device filter, rootless
 # A subtree delegated to the user (as systemd's Delegate=yes), the user's shell in it:
