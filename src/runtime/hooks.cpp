@@ -137,4 +137,16 @@ void run_hooks(const std::vector<Hook>& hooks, const std::string& stage,
   }
 }
 
+void run_hooks_warning_on_failure(const std::vector<Hook>& hooks, const std::string& stage,
+                                  const std::string& state_json, const Logger& log) {
+  for (std::size_t i = 0; i < hooks.size(); ++i) {
+    try {
+      run_hook(hooks[i], "hook " + stage + "[" + std::to_string(i) + "] " + hooks[i].path,
+               state_json);
+    } catch (const Error& e) {
+      log.warn(e.what());
+    }
+  }
+}
+
 }  // namespace mrun::runtime

@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "base/log.hpp"
+
 namespace mrun::runtime {
 
 struct Hook {
@@ -51,5 +53,9 @@ Hooks hooks_from_json(const std::string& text);
 // ("hook createRuntime[1] /bin/x: exited with status 3") on the first failure.
 void run_hooks(const std::vector<Hook>& hooks, const std::string& stage,
                const std::string& state_json);
+// poststart and poststop: every hook runs, a failing one is a warning on LOG (the spec:
+// "the runtime MUST log a warning", and the remaining hooks and the lifecycle go on).
+void run_hooks_warning_on_failure(const std::vector<Hook>& hooks, const std::string& stage,
+                                  const std::string& state_json, const Logger& log);
 
 }  // namespace mrun::runtime

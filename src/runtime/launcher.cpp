@@ -407,11 +407,7 @@ void close_handed_over_fds(const ContainerConfig& config) {
 
 void run_poststart(const ContainerConfig& config, const std::string& state_json,
                    const Context& ctx) {
-  try {
-    run_hooks(config.hooks.poststart, "poststart", state_json);
-  } catch (const Error& e) {
-    ctx.log.warn(e.what());  // the spec: a poststart failure is logged, nothing more
-  }
+  run_hooks_warning_on_failure(config.hooks.poststart, "poststart", state_json, ctx.log);
 }
 
 // mrun run's rootless containers with subordinate ids join the state root's shared

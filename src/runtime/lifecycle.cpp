@@ -47,12 +47,15 @@ void release_exec_fifo(const std::string& fifo, const std::string& id) {
 void run_poststart_hooks(const StateStore& store, const ContainerState& state, const Context& ctx) {
   auto text = sys::read_file(store.dir_of(state.name) + "/hooks.json");
   if (!text) return;
+  Hooks hooks;
   try {
-    run_hooks(hooks_from_json(*text).poststart, "poststart",
-              oci_state_json(state, Status::running));
+    hooks = hooks_from_json(*text);
   } catch (const Error& e) {
-    ctx.log.warn(e.what());
+    ctx.log.warn(e.wrap("poststart hooks").what());
+    return;
   }
+  run_hooks_warning_on_failure(hooks.poststart, "poststart", oci_state_json(state, Status::running),
+                               ctx.log);
 }
 
 // Gives a container's monitor a moment to record the exit and clean up, so that delete
@@ -151,12 +154,15 @@ void delete_container(const Context& ctx, const std::string& id, bool force) {
     remove_container(ctx, id);
   }
   if (hooks_json && state) {
+    Hooks hooks;
     try {
-      run_hooks(hooks_from_json(*hooks_json).poststop, "poststop",
-                oci_state_json(*state, Status::stopped));
+      hooks = hooks_from_json(*hooks_json);
     } catch (const Error& e) {
-      ctx.log.warn(e.what());  // the spec: a poststop failure is a warning
+      ctx.log.warn(e.wrap("poststop hooks").what());
+      return;
     }
+    run_hooks_warning_on_failure(hooks.poststop, "poststop",
+                                 oci_state_json(*state, Status::stopped), ctx.log);
   }
 }
 

@@ -500,6 +500,47 @@ def test_failing_hook_fails_create_and_leaves_nothing(mrun, rootfs, name, tmp_pa
     assert not os.path.exists(os.path.join(mrun_state_root(mrun), name)), "state left behind"
 
 
+@pytest.mark.parametrize("stage", ["poststart", "poststop"])
+def test_failing_poststart_or_poststop_hook_is_a_warning_and_the_rest_run(
+        mrun, rootfs, name, tmp_path, stage):
+    """The spec: a poststart or poststop failure is logged as a warning, the remaining
+    hooks of the stage run, and the lifecycle goes on."""
+    log = tmp_path / "log"
+    bundle = _bundle(mrun, tmp_path, rootfs, ["/bin/sleep", "1000"])
+    config = json.loads((bundle / "config.json").read_text())
+    config["hooks"] = {stage: [
+        {"path": "/bin/sh", "args": ["sh", "-c", "exit 3"]},
+        {"path": "/bin/sh", "args": ["sh", "-c", f"echo second >> {log}"]}]}
+    (bundle / "config.json").write_text(json.dumps(config))
+    try:
+        M.assert_rc(_create(mrun, "--bundle", bundle, name))
+        started = mrun("start", name)
+        M.assert_rc(started)
+        assert mrun("state", name).rc == 0 and '"running"' in mrun("state", name).out
+        M.assert_rc(mrun("kill", name, "KILL"))
+        _wait_status(mrun, name, "stopped")
+        deleted = mrun("delete", name)
+        M.assert_rc(deleted)
+        warned = started if stage == "poststart" else deleted
+        assert f"warning: hook {stage}[0] /bin/sh: exited with status 3" in warned.err, warned
+        assert log.read_text() == "second\n", f"the hook after the failing one did not run"
+    finally:
+        mrun("delete", "--force", name)
+
+
+@pytest.mark.parametrize("stage", ["prestart", "createRuntime", "createContainer"])
+def test_failing_hook_before_start_fails_run_and_leaves_nothing(mrun, rootfs, name, tmp_path,
+                                                                stage):
+    bundle = _bundle(mrun, tmp_path, rootfs, ["/bin/true"])
+    config = json.loads((bundle / "config.json").read_text())
+    config["hooks"] = {stage: [{"path": "/bin/sh", "args": ["sh", "-c", "exit 9"]}]}
+    (bundle / "config.json").write_text(json.dumps(config))
+    r = mrun("run", "--bundle", bundle, name)
+    M.assert_mrun_error(r, mentions=[f"hook {stage}[0]", "status 9"])
+    M.assert_mrun_error(mrun("state", name), mentions=["does not exist"])
+    assert not os.path.exists(os.path.join(mrun_state_root(mrun), name)), "state left behind"
+
+
 def test_bad_input_of_the_new_verbs(mrun, rootfs, name, tmp_path):
     bundle = _bundle(mrun, tmp_path, rootfs, ["/bin/sleep", "1000"])
     try:
