@@ -40,11 +40,13 @@ struct MountOptions {
   // idmap / ridmap: an idmapped bind (the recursive form for the mounts below it too).
   bool idmap = false;
   bool idmap_recursive = false;
+  // A filesystem's own options on a bind, which means nothing to it (as under runc).
+  std::vector<std::string> ignored_on_bind;
 };
 
 // Throws mrun::Error naming the mount (`what`) and the option for one mrun cannot honour
-// (crun's "idmap=uids=...;gids=..." form) or one that means nothing there (tmpcopyup or
-// a filesystem's own option on a bind, idmap elsewhere).
+// (crun's "idmap=uids=...;gids=..." form) or one that means nothing there (tmpcopyup on
+// a bind, idmap elsewhere). A filesystem's own option on a bind is ignored, as by runc.
 MountOptions parse_mount_options(const std::vector<std::string>& options, const std::string& what);
 
 // Every option name parse_mount_options takes (`mrun features`' mountOptions), besides a

@@ -616,3 +616,31 @@ def test_idmapped_bind_shows_host_owners_as_the_containers(mrun, userns_stage, n
     # through the mount's own maps -> 301000, which the container does not map.
     assert r.lines == ["0", "1000", "65534"], r
     assert os.stat(os.path.join(data, "made-inside")).st_uid == 0, r
+
+
+@pytest.mark.skipif(shutil.which("runc") is None, reason="runc is not installed")
+def test_bind_with_a_filesystems_options_runs_as_under_runc(mrun, private_rootfs, name,
+                                                            tmp_path, host_dir):
+    """Engines and test suites write a tmpfs's options on binds too (mode=755, size=1k):
+    a bind makes no filesystem, the kernel ignores them, and runc runs such a config."""
+    with open(os.path.join(host_dir, "f"), "w") as f:
+        f.write("from-the-host\n")
+
+    def edit(c):
+        c["mounts"].append({"destination": "/mnt/x", "type": "bind", "source": host_dir,
+                            "options": ["rbind", "ro", "mode=755", "size=1k"]})
+    # The mount point is made in root.path, as runc does: a private copy of the image.
+    bundle = _bundle(mrun, tmp_path, private_rootfs,
+                     ["/bin/sh", "-c", "cat /mnt/x/f; touch /mnt/x/g"], edit)
+    runc_root = str(tmp_path / "runc-root")
+    try:
+        theirs = subprocess.run(["runc", "--root", runc_root, "run", "-b", str(bundle), name],
+                                capture_output=True, text=True, timeout=M.TIMEOUT,
+                                stdin=subprocess.DEVNULL)
+    finally:
+        subprocess.run(["runc", "--root", runc_root, "delete", "--force", name],
+                       capture_output=True, timeout=M.TIMEOUT)
+    r = _run(mrun, bundle, name)
+    assert (r.rc, r.out) == (theirs.returncode, theirs.stdout), f"mrun:\n{r!r}\nrunc:\n{theirs}"
+    assert r.out == "from-the-host\n" and r.rc != 0 and "Read-only" in r.err, r
+    assert not os.path.exists(os.path.join(host_dir, "g"))
