@@ -191,8 +191,9 @@ void die_with_parent(const LaunchSpec& spec, const UniqueFd& parent_pidfd) {
   if (::poll(&p, 1, 0) > 0) ::_exit(exit_code::runtime_error);
 }
 
-// OCI create: opened O_PATH while the host's state dir is still reachable (before
-// pivot_root); reopened for writing through /proc/self/fd in wait_for_start.
+// OCI create: opened O_PATH while the host's state dir is still reachable and ours (before
+// the id maps and pivot_root); reopened for writing through /proc/self/fd in
+// wait_for_start.
 UniqueFd open_exec_fifo(const LaunchSpec& spec) {
   if (spec.exec_fifo.empty()) return {};
   UniqueFd fd(::open(spec.exec_fifo.c_str(), O_PATH | O_CLOEXEC));
@@ -331,11 +332,15 @@ void container_main(const LaunchSpec& spec, const ContainerEnd& sync, const Uniq
     MRUN_PHASE("init:start");
     // Its own session: terminal signals reach mrun, which forwards them once.
     ::setsid();
+    // Before the maps: until then this process acts on files with mrun's own ids, which
+    // own the state dir. A config may map container root to another host id (0 -> 1000
+    // while mrun is root), which could not even traverse that dir; nor could a process
+    // that joined another mount namespace find it.
+    UniqueFd exec_fifo = open_exec_fifo(spec);
     wait_for_id_maps(spec, sync);
     MRUN_PHASE("init:mapped");
     if (join) join->enter_for_good();
     set_up_mount_and_time_namespaces(spec);
-    UniqueFd exec_fifo = open_exec_fifo(spec);
     // Now inside the leaf (the parent moved us before ids_mapped): a cgroup namespace
     // made here has the leaf as its root. Needs CAP_SYS_ADMIN in our user namespace,
     // which we hold as its root once the maps are written.

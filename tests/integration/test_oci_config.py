@@ -644,3 +644,50 @@ def test_bind_with_a_filesystems_options_runs_as_under_runc(mrun, private_rootfs
     assert (r.rc, r.out) == (theirs.returncode, theirs.stdout), f"mrun:\n{r!r}\nrunc:\n{theirs}"
     assert r.out == "from-the-host\n" and r.rc != 0 and "Read-only" in r.err, r
     assert not os.path.exists(os.path.join(host_dir, "g"))
+
+
+@pytest.mark.skipif(not M.ROOTFUL, reason="rootful: mrun maps a user namespace of its choice "
+                    "only as root")
+@pytest.mark.skipif(shutil.which("runc") is None, reason="runc is not installed")
+def test_user_namespace_mapping_root_to_another_host_id_as_runc(mrun, rootfs, name, tmp_path):
+    """Container root on host id 200000 while mrun runs as root: that id cannot traverse
+    mrun's state dir, so what create needs there is opened before the maps (as runc does).
+    create, start and the process's view, beside runc."""
+    def edit(c):
+        c["linux"]["namespaces"].append({"type": "user"})
+        c["linux"]["uidMappings"] = [{"containerID": 0, "hostID": 200000, "size": 65536}]
+        c["linux"]["gidMappings"] = [{"containerID": 0, "hostID": 200000, "size": 65536}]
+    # Host id 200000 must reach the image: a copy on a path anyone may traverse.
+    world = tempfile.mkdtemp(prefix="mrun-userns-", dir="/var/tmp")
+    os.chmod(world, 0o755)
+    image = os.path.join(world, "rootfs")
+    shutil.copytree(rootfs, image, symlinks=True)
+    try:
+        _run_as_runc_and_mrun(mrun, image, name, tmp_path, edit)
+    finally:
+        shutil.rmtree(world, ignore_errors=True)
+
+
+def _run_as_runc_and_mrun(mrun, image, name, tmp_path, edit):
+    bundle = _bundle(mrun, tmp_path, image, ["/bin/sh", "-c", "id -u; cat /proc/self/uid_map"],
+                     edit)
+    runc_root = str(tmp_path / "runc-root")
+    out = {}
+    for who, argv0 in (("runc", ["runc", "--root", runc_root]), ("mrun", [M.MRUN])):
+        # create's stdio become the container's (as runc's): files, not pipes.
+        log, err = tmp_path / f"{who}.out", tmp_path / f"{who}.err"
+        with open(log, "w") as f, open(err, "w") as e:
+            created = subprocess.run([*argv0, "create", "--bundle", str(bundle), name],
+                                     stdin=subprocess.DEVNULL, stdout=f, stderr=e,
+                                     timeout=M.TIMEOUT, env=mrun.env)
+        try:
+            assert created.returncode == 0, f"{who} create: {err.read_text()}"
+            started = subprocess.run([*argv0, "start", name], capture_output=True, text=True,
+                                     timeout=M.TIMEOUT, env=mrun.env)
+            assert started.returncode == 0, f"{who} start: {started.stderr}"
+            assert M.wait_until(lambda: log.read_text().count("\n") >= 2, 10), log.read_text()
+            out[who] = log.read_text().split()
+        finally:
+            subprocess.run([*argv0, "delete", "--force", name], capture_output=True,
+                           timeout=M.TIMEOUT, env=mrun.env)
+    assert out["mrun"] == out["runc"] == ["0", "0", "200000", "65536"], out
