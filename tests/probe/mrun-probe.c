@@ -911,7 +911,8 @@ static void usage(void) {
   fputs(
       "usage: mrun-probe escape DEV:INO | ids | x32 | sigwait [SECS] | zombie [N] | procs |\n"
       "       stat PATH | fds | tty | ifaces | loopback | write PATH | mknod PATH | crash |\n"
-      "       hold SECS [MARKER] | abstract NAME SECS | escape-suite HOST_PID HANDLE_PATH [NAME...] |\n"
+      "       hold SECS [MARKER] | abstract NAME SECS | escape-suite HOST_PID HANDLE_PATH "
+      "[NAME...] |\n"
       "       escape-list | sys [trap] getppid|getpgid|mkdirat PATH | ping ADDR\n",
       stderr);
 }
