@@ -15,6 +15,7 @@ import pwd
 import shutil
 import stat
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -332,6 +333,36 @@ def assert_refused(r, status, words):
     assert r.stderr.startswith("mrun-gpu-helper: "), r
     for w in words:
         assert w in r.stderr, f"expected {w!r} in the message: {r}"
+
+
+HOSTILE = os.path.join(M.HERE, "hostile_exec.py")
+# What a caller may leave a setuid program (hostile_exec.py): none may make it fail
+# half-way or grant more; the limits it cannot work under are its documented refusal.
+HELPER_STATES = ["sigchld-ignored", "sigpipe-ignored", "signals-blocked", "stdin-closed",
+                 "stdio-closed", "stdout-closed-pipe", "umask-0000", "umask-0777", "nofile-16",
+                 "nproc-at-count", "cwd-deleted", "env-1mib", "tmpdir-missing"]
+
+
+@rootful_setup
+@pytest.mark.parametrize("state", HELPER_STATES)
+def test_helper_under_inherited_state(world, helper, name, state):
+    """The grant under each hostile state: it works (the node opens afterwards and the
+    host node is unchanged) or is refused with its documented status, nothing granted."""
+    before = os.stat(helper["dev"] + "/null0")
+    with user_container(world, helper, name) as c:
+        r = as_user(world, sys.executable, HOSTILE, state, helper["path"], str(c["pid"]),
+                    helper["dev"] + "/null0", "/dev/null0")
+    after = os.stat(helper["dev"] + "/null0")
+    assert (after.st_mode, after.st_uid, after.st_gid) == (before.st_mode, 0, 0)
+    # Its documented refusals (mrun-gpu-helper(8)): limits it cannot work under, and an
+    # environment past 256 KiB, which a setuid program never takes in.
+    refusals = {"nproc-at-count": LIMITS, "nofile-16": LIMITS, "env-1mib": TOO_BIG}
+    if r.returncode != 0 and r.returncode == refusals.get(state):
+        assert r.stderr.startswith("mrun-gpu-helper: "), r
+        assert c["after"].startswith("errno=EACCES"), c
+        return
+    assert r.returncode == 0, f"under {state}: {r}"
+    assert c["after"].strip() == "ok", c
 
 
 @rootful_setup
