@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <grp.h>
-#include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,6 +17,7 @@
 #include "runtime/image_user.hpp"
 #include "runtime/seccomp_agent.hpp"
 #include "security/lsm.hpp"
+#include "sys/inherited_state.hpp"
 #include "sys/syscalls.hpp"
 
 namespace mrun::runtime {
@@ -87,17 +87,6 @@ void change_ids(uid_t uid, gid_t gid) {
   if (::setresuid(uid, uid, uid) != 0) {
     throw_errno("switch to uid " + std::to_string(uid),
                 "the uid must be mapped in the user namespace (0-65535 with subordinate ids)");
-  }
-}
-
-// mrun blocks and handles signals for its own use (the forwarding SignalBlock, SIGPIPE);
-// the command starts as a fresh program would: nothing blocked, nothing ignored.
-void reset_signals() {
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  for (int sig = 1; sig < NSIG; ++sig) {
-    if (sig != SIGKILL && sig != SIGSTOP) ::signal(sig, SIG_DFL);
   }
 }
 
@@ -242,7 +231,9 @@ void become_command(const CommandProcess& process, const security::SecurityPlan&
   if (user.uid != 0 || user.gid != 0) change_ids(user.uid, user.gid);
   security::confine_after_user_switch(plan);
 
-  reset_signals();
+  // mrun blocks and handles signals for its own use (the forwarding SignalBlock, SIGPIPE);
+  // the command starts as a fresh program would: nothing blocked, nothing ignored.
+  sys::reset_signals();
   // Unset: 0022, as runc and crun give it, whatever the caller's umask was.
   ::umask(process.umask.value_or(022));
   // As the command's user, so that its search permissions decide.

@@ -8,7 +8,6 @@
 #include <cerrno>
 
 namespace mrun::sys {
-namespace {
 
 void reset_signals() {
   sigset_t none;
@@ -20,6 +19,8 @@ void reset_signals() {
     if (sig != SIGKILL && sig != SIGSTOP) ::signal(sig, SIG_DFL);
   }
 }
+
+namespace {
 
 // Not close-on-exec: a closed stdio of the caller becomes /dev/null for the container,
 // as if the caller had redirected it there (Go's runtime, and so runc, does the same).

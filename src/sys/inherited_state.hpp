@@ -18,4 +18,8 @@ namespace mrun::sys {
 // 0022 as runc and crun give it.
 void reset_inherited_state();
 
+// Its first part, alone: every signal to its default action and none blocked. Also what
+// the container's command starts with, once mrun's own handling of signals is done.
+void reset_signals();
+
 }  // namespace mrun::sys
