@@ -108,19 +108,25 @@ bool upper_root_is_as_made(int upper_fd) {
          (st.st_mode & 07777) == 0755 && only_overlayfs_xattrs(upper_fd);
 }
 
-// Nothing in the upper layer (what is there would be the next container's root), its
-// root as made, and nothing on the mount point.
-bool layers_are_empty(int storage_fd) {
-  UniqueFd upper(::openat(storage_fd, "upper", kDirFlags));
-  return upper && sys::directory_entries(upper.get()).empty() &&
-         upper_root_is_as_made(upper.get()) && is_empty_dir(storage_fd, "merged");
+// Nothing in the upper layer (what is there would be the next container's root) and
+// its root as made.
+bool upper_is_empty_as_made(int upper_fd) {
+  return sys::directory_entries(upper_fd).empty() && upper_root_is_as_made(upper_fd);
 }
 
-// Times of the next container's / are its own start's, not the last one's (the
-// last one's file made and removed in / moved them; touch -d could set any).
-bool refresh_upper_times(int storage_fd) {
+// That, and nothing on the mount point.
+bool layers_are_empty(int storage_fd) {
   UniqueFd upper(::openat(storage_fd, "upper", kDirFlags));
-  return upper && ::futimens(upper.get(), nullptr) == 0;
+  return upper && upper_is_empty_as_made(upper.get()) && is_empty_dir(storage_fd, "merged");
+}
+
+// What a new container takes: empty layers and work/, and times of its / that are its
+// own start's, not the last one's (whose file made and removed in / moved them;
+// touch -d could set any).
+bool ready_for_a_new_container(int storage_fd) {
+  UniqueFd upper(::openat(storage_fd, "upper", kDirFlags));
+  return upper && upper_is_empty_as_made(upper.get()) && is_empty_dir(storage_fd, "merged") &&
+         is_empty_dir(storage_fd, "work") && ::futimens(upper.get(), nullptr) == 0;
 }
 
 // Spares are kept as left ("kept-"): overlayfs's work/work/incompat/volatile tree still
@@ -132,12 +138,7 @@ constexpr char kReadyTag[] = "ready-";
 void make_storage(const Context& ctx, const std::string& dir) {
   // Only a tidied spare: emptying work/ here (three rmdirs, each a synchronous discard
   // on ext4 mounted with discard) costs more than making new directories.
-  if (sys::take_spare_dir(
-          spare_root(ctx), dir,
-          [](int fd) {
-            return layers_are_empty(fd) && is_empty_dir(fd, "work") && refresh_upper_times(fd);
-          },
-          kReadyTag)) {
+  if (sys::take_spare_dir(spare_root(ctx), dir, ready_for_a_new_container, kReadyTag)) {
     return;
   }
   // mkdir -p only the first time: it tries every component from / (a mkdir each).
