@@ -22,10 +22,10 @@ namespace {
 constexpr int kGoFd = 3;
 constexpr int kListenFd = 4;
 
-// FD moved to TARGET (not close-on-exec), or TARGET closed when FD is negative.
+// FD (a close-on-exec copy above TARGET) duplicated onto TARGET, which dup2 leaves open
+// across the exec; TARGET closed when FD is negative.
 bool place_fd(int fd, int target) {
   if (fd < 0) return ::close(target) == 0 || errno == EBADF;
-  if (fd == target) return ::fcntl(fd, F_SETFD, 0) == 0;
   return ::dup2(fd, target) == target;
 }
 
