@@ -557,13 +557,18 @@ std::vector<userns::IdMapEntry> checked_mappings(const std::vector<IdMapping>& i
 // The config's mount table, in its order (mount/config_mounts.hpp does the rest):
 // relative bind sources are the bundle's, every option is checked now, so that a bad
 // one is a 125 before anything is made.
-void convert_mounts(const Spec& spec, const std::string& bundle, runtime::ContainerConfig& c) {
+void convert_mounts(const Spec& spec, const std::string& bundle, runtime::ContainerConfig& c,
+                    const Logger& log) {
   mount::ConfigMountInput table;
   for (const auto& m : spec.mounts.value_or(std::vector<Mount>{})) {
     mount::ConfigMount out{
         m.destination, m.type.value_or(""), m.source.value_or(""), m.options, {}, {}};
     const std::string what = out.type + " on " + m.destination;
     const auto options = mount::parse_mount_options(m.options, what);
+    for (const auto& ignored : options.ignored_on_bind) {
+      log.debug("oci: mounts (" + what + "): " + ignored +
+                " is a filesystem's option, and a bind makes none: ignored (as runc)");
+    }
     bool bind = options.bind || out.type == "bind";
     if (bind) {
       if (out.source.empty())
@@ -989,7 +994,7 @@ runtime::ContainerConfig to_container_config(const Spec& spec, const std::string
   // (c.run.overlay none); mrun run lays its overlay over an image directory.
   c.hostname = spec.hostname.value_or("");
   c.domainname = spec.domainname.value_or("");
-  convert_mounts(spec, bundle, c);
+  convert_mounts(spec, bundle, c, log);
   if (spec.hooks) {
     for (const auto& [stage, list] : spec.hooks->by_stage) {
       auto& out = runtime::hooks_of(c.hooks, stage);  // stage names checked by parse_spec
