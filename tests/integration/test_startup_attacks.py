@@ -17,6 +17,8 @@ import os
 import pytest
 
 import mrunlib as M
+# A state root of the test's own, and its holder's pid and end (test_shared_userns.py).
+from test_shared_userns import _holder_pid, _stop_holders, state  # noqa: F401
 
 rootless_only = pytest.mark.skipif(M.ROOTFUL, reason="rootless only: rootful makes no "
                                    "shared user namespace and no spare network namespace")
@@ -127,32 +129,16 @@ def test_a_containers_root_never_reaches_the_next_one(mrun, rootfs, name, attack
         assert after.out.strip().split(":")[3] != "1000", after
 
 
-@pytest.fixture
-def own_state(tmp_path):
-    d = tmp_path / "state"
-    d.mkdir(mode=0o700)
-    return str(d)
-
-
-def _stop_holder_of(state):
-    try:
-        with open(os.path.join(state, ".userns")) as f:
-            M.kill_quietly(int(f.read().split()[0]))
-    except (OSError, ValueError):
-        pass
-
-
 @rootless_only
-def test_a_stopped_and_flooded_holder_does_not_hang_a_start(mrun, rootfs, own_state):
+def test_a_stopped_and_flooded_holder_does_not_hang_a_start(mrun, rootfs, state):
     """The holder stopped (SIGSTOP) with its request queue full of connections no one
     reads: the next container still starts, in a network namespace of its own, within
     the second mrun waits for a spare."""
     import signal
     import socket
-    m = mrun.with_args("--root", own_state)
+    m = mrun.with_args("--root", state)
     M.assert_rc(m("run", "--rm", "--network", "none", rootfs, "true"))
-    with open(os.path.join(own_state, ".userns")) as f:
-        holder = int(f.read().split()[0])
+    holder = _holder_pid(state)
     flood = []
     os.kill(holder, signal.SIGSTOP)
     try:
@@ -161,7 +147,7 @@ def test_a_stopped_and_flooded_holder_does_not_hang_a_start(mrun, rootfs, own_st
             s.setblocking(False)
             flood.append(s)
             try:
-                s.connect(os.path.join(own_state, ".userns.sock"))
+                s.connect(os.path.join(state, ".userns.sock"))
             except (BlockingIOError, InterruptedError):
                 break  # the backlog is full
         else:
@@ -174,20 +160,20 @@ def test_a_stopped_and_flooded_holder_does_not_hang_a_start(mrun, rootfs, own_st
         for s in flood:
             s.close()
         os.kill(holder, signal.SIGCONT)
-        _stop_holder_of(own_state)
+        _stop_holders(state)
 
 
 @rootless_only
-def test_starts_racing_the_holders_idle_exit_all_work(mrun, rootfs, own_state):
+def test_starts_racing_the_holders_idle_exit_all_work(mrun, rootfs, state):
     """With a one-second linger, containers started around the moment the holder
     gives up: each either joins it (the namespace fd it opened keeps the namespace)
     or starts the next one; none fails."""
     import time
-    m = mrun.with_args("--root", own_state).with_env(MRUN_USERNS_LINGER="1")
+    m = mrun.with_args("--root", state).with_env(MRUN_USERNS_LINGER="1")
     try:
         for delay in (0.9, 1.0, 1.05, 1.1, 0.95, 1.0):
             r = m("run", "--rm", "--network", "none", rootfs, "true")
             M.assert_rc(r)
             time.sleep(delay)
     finally:
-        _stop_holder_of(own_state)
+        _stop_holders(state)
