@@ -71,10 +71,6 @@ def assert_works_or_says_why(state, r, code, out):
     return True
 
 
-def bundle_for(mrun, tmp_path, rootfs, args):
-    return M.oci_bundle(mrun, tmp_path, rootfs, args)
-
-
 def runc_root_args(state, tmp_path):
     """runc's --root, except where the state is about the default state location: there
     both runtimes find theirs as a user's shell would have them find it."""
@@ -90,10 +86,6 @@ def exec_status(state):
 def rm_runc(root_args, cid):
     subprocess.run([RUNC, *root_args, "delete", "--force", cid],
                    capture_output=True, timeout=M.TIMEOUT)
-
-
-def rm_mrun(mrun, cid):
-    mrun("delete", "--force", cid)
 
 
 @pytest.mark.parametrize("state", STATES)
@@ -117,7 +109,7 @@ def test_run_rootfs(mrun, rootfs, name, state, tmp_path):
 @needs_runc
 @pytest.mark.parametrize("state", STATES)
 def test_run_bundle_as_runc(mrun, rootfs, name, state, tmp_path):
-    bundle = bundle_for(mrun, tmp_path, rootfs, ["/bin/sh", "-c", SCRIPT])
+    bundle = M.oci_bundle(mrun, tmp_path, rootfs, ["/bin/sh", "-c", SCRIPT])
     root_args = runc_root_args(state, tmp_path)
     try:
         theirs = hostile(state, [RUNC, *root_args, "run", "-b", bundle, name], tmp_path)
@@ -126,7 +118,7 @@ def test_run_bundle_as_runc(mrun, rootfs, name, state, tmp_path):
     try:
         ours = hostile(state, [M.MRUN, "run", "--bundle", bundle, name], tmp_path)
     finally:
-        rm_mrun(mrun, name)
+        mrun("delete", "--force", name)
     worked = assert_works_or_says_why(state, ours, 3, "0022\n")
     if theirs.rc == 3:
         assert worked, f"under {state}: runc ran the bundle, mrun did not\n{ours!r}\n{theirs!r}"
@@ -153,7 +145,7 @@ def lifecycle(argv0, bundle, cid, state, tmp_path):
 @needs_runc
 @pytest.mark.parametrize("state", STATES)
 def test_lifecycle_as_runc(mrun, rootfs, name, state, tmp_path):
-    bundle = bundle_for(mrun, tmp_path, rootfs, ["/bin/sleep", "60"])
+    bundle = M.oci_bundle(mrun, tmp_path, rootfs, ["/bin/sleep", "60"])
     root_args = runc_root_args(state, tmp_path)
     try:
         theirs = lifecycle([RUNC, *root_args], bundle, name, state, tmp_path)
@@ -162,7 +154,7 @@ def test_lifecycle_as_runc(mrun, rootfs, name, state, tmp_path):
     try:
         ours = lifecycle([M.MRUN], bundle, name, state, tmp_path)
     finally:
-        rm_mrun(mrun, name)
+        mrun("delete", "--force", name)
     def code_of(step):
         return exec_status(state) if step == "exec" else 0
 
