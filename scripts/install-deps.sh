@@ -39,6 +39,9 @@ packages=(
   # rootless containerd for docs/KUBERNETES.md's rootless account (its own user and
   # mount namespaces)
   rootlesskit
+  # Docker 20.10 driving mrun through --add-runtime (tests/integration/test_docker.py): the
+  # test starts a dockerd of its own in a private mount and network namespace
+  docker.io
 )
 
 missing=()
@@ -59,4 +62,14 @@ fi
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
+# A package's maintainer script must not start a daemon on this machine's own network:
+# docker.io would start dockerd (its bridge, iptables rules and /var/run/docker.sock) on
+# the host. policy-rc.d exiting 101 is Debian's way to forbid that (invoke-rc.d(8)); one
+# the administrator put there is left alone.
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' >"$policy"
+  chmod 755 "$policy"
+  trap 'rm -f "$policy"' EXIT
+fi
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
