@@ -149,6 +149,27 @@ std::vector<std::string> with_home(std::vector<std::string> env, const std::stri
   return env;
 }
 
+// The messages use the words runc's Go runtime uses ("executable file not found in
+// $PATH", "no such file or directory", "permission denied"), lower case as Go writes
+// errno text: engines read them to choose 127 or 126 for `docker run`, and match them
+// case-sensitively.
+static Error exec_error(const std::string& name, int err) {
+  std::string object = "exec \"" + name + "\": ";
+  switch (err) {
+    case ENOENT:
+      return Error(object + "no such file or directory", 0,
+                   "give a path that exists inside the container's root",
+                   exit_code::not_found);
+    case EISDIR:
+      return Error(object + "is a directory", 0, "give the path of a program",
+                   exit_code::cannot_execute);
+    default:
+      return Error(object + "permission denied", 0,
+                   "the file must be executable and every directory above it searchable",
+                   exit_code::cannot_execute);
+  }
+}
+
 std::string resolve_command(const std::string& name, const std::string& path_env) {
   auto check = [&](const std::string& candidate, bool searched) -> int {
     struct stat st {};
@@ -159,10 +180,7 @@ std::string resolve_command(const std::string& name, const std::string& path_env
   };
   if (name.find('/') != std::string::npos) {
     int err = check(name, false);
-    if (err == ENOENT) {
-      throw Error("executable file `" + name + "` not found", ENOENT, {}, exit_code::not_found);
-    }
-    if (err != 0) throw Error("cannot execute `" + name + "`", err, {}, exit_code::cannot_execute);
+    if (err != 0) throw exec_error(name, err);
     return name;
   }
   int denied = 0;
@@ -172,11 +190,9 @@ std::string resolve_command(const std::string& name, const std::string& path_env
     if (err == 0) return candidate;
     if (err == EACCES) denied = err;
   }
-  if (denied != 0) {
-    throw Error("cannot execute `" + name + "`", denied, {}, exit_code::cannot_execute);
-  }
-  throw Error("executable file `" + name + "` not found in $PATH", ENOENT, {},
-              exit_code::not_found);
+  if (denied != 0) throw exec_error(name, denied);
+  throw Error("exec \"" + name + "\": executable file not found in $PATH", 0,
+              "install it in the image or give its full path", exit_code::not_found);
 }
 
 // linux.personality and linux.memoryPolicy: both outlive execve, so they are set here,
