@@ -72,8 +72,8 @@ std::string v1_freezer(const ContainerState& state) {
 void require_leaf(const ContainerState& state, const std::string& verb) {
   if (state.cgroup.empty() && v1_freezer(state).empty()) {
     throw Error("cannot " + verb + " container " + state.name +
-                    ": it has no cgroup of its own, and the freezer (cgroup.freeze, or "
-                    "freezer.state on cgroup v1) needs one",
+                    ": it has no cgroup v2 leaf (nor, rootful on cgroup v1, a v1 group), and "
+                    "the freezer (cgroup.freeze, or freezer.state on v1) needs one",
                 0,
                 "run it where mrun can make a cgroup: as root, or rootless on cgroup v2 "
                 "with a delegated subtree (see mrun-run(1), RESOURCE LIMITS)");

@@ -116,8 +116,8 @@ TEST_CASE("v1: pids, cpu shares, CFS bandwidth and cpuset") {
   r.cpu.shares = 512;
   r.cpu.quota = 50000;
   r.cpu.period = 100000;
-  r.cpu.cpus = "0";
-  r.cpu.mems = "0";
+  r.cpu.cpus.emplace("0");
+  r.cpu.mems.emplace("0");
   REQUIRE(v1_files_of(r) == Files{{"pids.max", "20"},
                                   {"cpu.shares", "512"},
                                   {"cpu.cfs_period_us", "100000"},
@@ -192,11 +192,11 @@ TEST_CASE("plan_cgroup: rootful on a hybrid host gets a v1 group, rootless stays
   REQUIRE(::mkdtemp(tmpl) != nullptr);
   const std::string dir = tmpl;
   const std::string mountinfo = dir + "/mountinfo";
-  mrun::sys::write_file(mountinfo,
-                        "26 25 0:23 / " + dir +
-                            " rw - cgroup2 cgroup2 rw\n"
-                            "30 25 0:27 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"
-                            "31 25 0:28 / /sys/fs/cgroup/devices rw - cgroup cgroup rw,devices\n");
+  mrun::sys::write_new_file(
+      mountinfo, "26 25 0:23 / " + dir +
+                     " rw - cgroup2 cgroup2 rw\n"
+                     "30 25 0:27 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"
+                     "31 25 0:28 / /sys/fs/cgroup/devices rw - cgroup cgroup rw,devices\n");
   Paths paths;
   paths.mountinfo = mountinfo;
   Request request;
