@@ -107,16 +107,25 @@ V1Group::~V1Group() {
 }
 
 V1Group V1Group::create(const V1Plan& plan, const Logger& log) {
+  // mrun's own name in use by a live container of another state root (the same name
+  // under two --root): this one gets a name of its own rather than sharing a group.
+  std::string relative = plan.relative;
+  auto busy = [&](const V1Hierarchy& h) {
+    return !trimmed(h.mount + relative + "/cgroup.procs").empty();
+  };
+  if (!plan.engine_named && std::any_of(plan.hierarchies.begin(), plan.hierarchies.end(), busy)) {
+    relative += "-" + std::to_string(::getpid());
+  }
   V1Group group;
   for (const auto& h : plan.hierarchies) {
-    const std::string dir = h.mount + plan.relative;
+    const std::string dir = h.mount + relative;
     make_group_dir(dir, plan.engine_named);
     for (const auto& c : h.controllers) group.dirs_[c] = dir;
     if (carries(h, "cpuset")) fill_cpuset(h.mount, dir);
   }
   write_into(group.dirs_, plan.writes, log);
-  log.debug("cgroup v1: created " + plan.relative + " in " +
-            std::to_string(plan.hierarchies.size()) + " hierarchies");
+  log.debug("cgroup v1: created " + relative + " in " + std::to_string(plan.hierarchies.size()) +
+            " hierarchies");
   return group;
 }
 
