@@ -11,6 +11,7 @@
 
 #include "base/error.hpp"
 #include "base/strings.hpp"
+#include "cgroup/v1_limits.hpp"
 #include "sys/fs.hpp"
 
 namespace mrun::cgroup {
@@ -60,6 +61,10 @@ std::string user_label(uid_t uid) {
   return "uid " + std::to_string(uid);
 }
 
+std::string read_mountinfo(const Paths& paths) {
+  return sys::read_file(paths.mountinfo).value_or("");
+}
+
 // How to get a delegated subtree: the two ways that exist.
 std::string delegation_hint(uid_t uid, const std::string& mount) {
   std::string dir = mount + "/user-" + std::to_string(uid);
@@ -69,6 +74,46 @@ std::string delegation_hint(uid_t uid, const std::string& mount) {
          dir + "/cgroup.subtree_control " + dir + "/cgroup.threads && chown -R " +
          std::to_string(uid) + " " + dir + "/shell` and move your shell into it (`echo $$ > " +
          dir + "/shell/cgroup.procs`); or run without limits";
+}
+
+// The leaf's name (an engine's, or mrun-<name>), refusing one that is not a single
+// directory and a parent that leaves the tree.
+std::string checked_leaf_name(const Request& request) {
+  const std::string leaf_name =
+      request.leaf_name.empty() ? "mrun-" + request.name : request.leaf_name;
+  if (leaf_name == "." || leaf_name == ".." || leaf_name.find('/') != std::string::npos) {
+    throw Error("linux.cgroupsPath: the cgroup name \"" + leaf_name + "\" is not one directory",
+                EINVAL, "give a path whose last part is a plain name");
+  }
+  for (const auto& part : split(request.parent, '/')) {
+    if (part == "..") {
+      throw Error("--cgroup-parent " + request.parent + " leaves the cgroup tree", EINVAL,
+                  "give a path below the cgroup root, without \"..\"");
+    }
+  }
+  return leaf_name;
+}
+
+// Rootful with the controllers on cgroup v1: the group at the same path below every
+// hierarchy's root as a v2 leaf would have below the cgroup2 root (runc's fs manager).
+// The devices hierarchy is devices_v1.hpp's. nullopt when no v1 controller is mounted.
+std::optional<V1Plan> plan_v1_group(const Request& request, const std::string& mountinfo) {
+  V1Plan plan;
+  for (auto& h : v1_hierarchies_from(mountinfo)) {
+    const bool devices =
+        std::find(h.controllers.begin(), h.controllers.end(), "devices") != h.controllers.end();
+    if (!devices) plan.hierarchies.push_back(std::move(h));
+  }
+  auto real = [](const V1Hierarchy& h) { return !starts_with(h.controllers[0], "name="); };
+  if (std::none_of(plan.hierarchies.begin(), plan.hierarchies.end(), real)) return std::nullopt;
+  plan.writes = plan_v1_files(request.resources);  // throws naming a bad field
+  std::string parent = request.parent;
+  while (!parent.empty() && parent.back() == '/') parent.pop_back();
+  if (!parent.empty() && parent[0] != '/') parent = "/" + parent;
+  plan.relative = parent + "/" + checked_leaf_name(request);
+  plan.engine_named = !request.leaf_name.empty();
+  check_v1_plan(plan);
+  return plan;
 }
 
 }  // namespace
@@ -113,6 +158,13 @@ bool delegated_to(const std::string& dir, uid_t uid) {
 
 Plan plan_cgroup(const Request& request, const Paths& paths) {
   Plan plan;
+  if (request.enabled && request.rootful && hybrid_layout_from(read_mountinfo(paths))) {
+    plan.v1 = plan_v1_group(request, read_mountinfo(paths));
+    if (plan.v1) {
+      plan.why_not = "the controllers are on cgroup v1: a v1 group at " + plan.v1->relative;
+      return plan;
+    }
+  }
   plan.writes = plan_resource_files(request.resources);  // throws for a bad combination
   // Per field: only writes that ask for something need a cgroup; a fresh cgroup's
   // defaults (ctr's and CRI's cpu.shares 1024) are met without one.
@@ -136,7 +188,7 @@ Plan plan_cgroup(const Request& request, const Paths& paths) {
     }
     return without("--cgroups=disabled", {});
   }
-  const std::string mountinfo = sys::read_file(paths.mountinfo).value_or("");
+  const std::string mountinfo = read_mountinfo(paths);
   std::string mount =
       paths.mount.empty() ? cgroup2_mount_from(mountinfo).value_or("") : paths.mount;
   if (mount.empty()) {
@@ -156,18 +208,7 @@ Plan plan_cgroup(const Request& request, const Paths& paths) {
         "boot with a pure cgroup v2 (systemd.unified_cgroup_hierarchy=1 "
         "cgroup_no_v1=all)");
   }
-  const std::string leaf_name =
-      request.leaf_name.empty() ? "mrun-" + request.name : request.leaf_name;
-  if (leaf_name == "." || leaf_name == ".." || leaf_name.find('/') != std::string::npos) {
-    throw Error("linux.cgroupsPath: the cgroup name \"" + leaf_name + "\" is not one directory",
-                EINVAL, "give a path whose last part is a plain name");
-  }
-  for (const auto& part : split(request.parent, '/')) {
-    if (part == "..") {
-      throw Error("--cgroup-parent " + request.parent + " leaves the cgroup tree", EINVAL,
-                  "give a path below the cgroup2 root, without \"..\"");
-    }
-  }
+  const std::string leaf_name = checked_leaf_name(request);
 
   if (request.rootful) {
     // Root may write anywhere: the parent is created (default: the privilege model's
@@ -308,7 +349,7 @@ void apply_writes(const std::string& leaf, const std::vector<FileWrite>& writes,
         return;
       } else {
         throw Error(w.field + ": " + leaf + "/" + file + " does not exist", ENOENT,
-                    "this kernel's cgroup v2 has no such file (is the controller of " + file +
+                    "this kernel's cgroup has no such file (is the controller of " + file +
                         " enabled, and the name right?)");
       }
     }

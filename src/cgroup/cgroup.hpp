@@ -21,6 +21,7 @@
 
 #include "base/log.hpp"
 #include "cgroup/resources.hpp"
+#include "cgroup/v1_group.hpp"
 
 namespace mrun::cgroup {
 
@@ -68,12 +69,15 @@ struct Plan {
   // use == false with writes that only ask for a fresh cgroup's defaults (ctr's and
   // CRI's cpu.shares 1024): which ones, accepted without a cgroup, for --debug.
   std::string defaults_note;
+  // Rootful on a host whose controllers are on cgroup v1 (legacy or hybrid): a v1 group
+  // instead of a v2 leaf (use stays false: there is no v2 leaf).
+  std::optional<V1Plan> v1;
 };
 
-// Decides where the leaf goes. Field by field: a write that asks for something (not a
-// fresh cgroup's default) where no cgroup can carry it throws mrun::Error (exit 125)
-// naming the field and saying how to delegate a subtree; default-only writes are then
-// accepted, and `defaults_note` says so.
+// Decides where the leaf goes (rootful on a v1 or hybrid host: the v1 group). Field by field: a
+// write that asks for something (not a fresh cgroup's default) where no cgroup can carry it throws
+// mrun::Error (exit 125) naming the field and saying how to delegate a subtree; default-only writes
+// are then accepted, and `defaults_note` says so.
 Plan plan_cgroup(const Request& request, const Paths& paths = {});
 
 // The container's cgroup, created by `create` and removed by `remove` (or the

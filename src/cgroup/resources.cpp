@@ -9,11 +9,7 @@
 
 namespace mrun::cgroup {
 
-namespace {
-
-// The name a field goes by in messages: the spec's, or mrun run's flag for a config
-// built from flags.
-std::string name_of(const Resources& r, const std::string& field) {
+std::string field_name(const Resources& r, const std::string& field) {
   if (r.named_by_flags) {
     if (field == "memory.limit") return "--memory";
     if (field == "memory.swap") return "--memory-swap";
@@ -21,6 +17,12 @@ std::string name_of(const Resources& r, const std::string& field) {
     if (field == "cpu.quota" || field == "cpu.period") return "--cpus";
   }
   return "linux.resources." + field;
+}
+
+namespace {
+
+std::string name_of(const Resources& r, const std::string& field) {
+  return field_name(r, field);
 }
 
 std::string bytes_or_max(std::int64_t value) {
@@ -121,6 +123,17 @@ std::vector<FileWrite> plan_resource_files(const Resources& r) {
 
   // memory: the limit first (as crun; on v2 the two are independent).
   const auto& m = r.memory;
+  if (m.swappiness) {
+    throw Error(name_of(r, "memory.swappiness") +
+                    ": cgroup v2 has no per-cgroup swappiness (memory.swappiness is cgroup v1's)",
+                ENOTSUP, "remove it from the configuration, or run on a cgroup v1 host as root");
+  }
+  if (m.disable_oom_killer) {
+    throw Error(name_of(r, "memory.disableOOMKiller") +
+                    ": cgroup v2 cannot disable the OOM killer (memory.oom_control is cgroup "
+                    "v1's; crun refuses it too)",
+                ENOTSUP, "remove it from the configuration, or run on a cgroup v1 host as root");
+  }
   if (m.limit && *m.limit != 0) {
     if (*m.limit < -1) throw bad(name_of(r, "memory.limit"), "must be -1 or a byte count");
     add("memory.max", bytes_or_max(*m.limit), "memory.limit");

@@ -19,7 +19,9 @@
 //   hugepageLimits      -> hugetlb.<size>.max (and .rsvd.max where the kernel has it)
 //   rdma                -> rdma.max "DEV hca_handle=N hca_object=M"
 //   unified             -> the named file, line by line, last (it overrides the rest)
-// What cgroup v2 cannot do is refused where the spec is read (oci/resources.hpp).
+// What no cgroup can do is refused where the spec is read (oci/resources.hpp); what only
+// cgroup v1 can (swappiness, disableOOMKiller) is refused here, for a v2 leaf.
+// cgroup v1 (a rootful container on a v1 or hybrid host) has its own plan: v1_limits.hpp.
 #pragma once
 
 #include <cstdint>
@@ -67,6 +69,10 @@ struct Resources {
     // written where the kernel has no swap accounting, unlike an explicit swap.
     bool swap_implied = false;
     bool check_before_update = false;  // update: refuse a limit below today's usage
+    // cgroup v1 only (memory.swappiness, memory.oom_control): cgroup v2 has neither, so
+    // plan_resource_files refuses them, naming the field.
+    std::optional<std::uint64_t> swappiness;
+    bool disable_oom_killer = false;
     bool operator==(const Memory&) const = default;
   } memory;
   struct Cpu {
@@ -129,6 +135,11 @@ std::uint64_t io_weight_from_blkio(std::uint64_t weight);
 std::optional<std::string> swap_max_for(std::int64_t swap, std::optional<std::int64_t> limit,
                                         const std::string& swap_field,
                                         const std::string& limit_field);
+
+// The name a field goes by in messages ("memory.limit"): the spec's
+// ("linux.resources.memory.limit"), or mrun run's flag ("--memory") for a config built
+// from flags.
+std::string field_name(const Resources& resources, const std::string& field);
 
 // The writes, in the order they are made: memory, pids, cpu, cpuset, io, hugetlb,
 // rdma, then unified (which overrides what came before, as in runc and crun). Throws

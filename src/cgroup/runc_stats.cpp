@@ -31,8 +31,9 @@ std::uint64_t limit_of(const std::string& path) {
   return parse_u64(trim(*text)).value_or(0);
 }
 
-// "0-3,7" -> [0, 1, 2, 3, 7] (cpuset.cpus.effective).
-std::vector<std::uint16_t> cpu_list(const std::string& text) {
+}  // namespace
+
+std::vector<std::uint16_t> cpu_list_of(const std::string& text) {
   std::vector<std::uint16_t> out;
   for (const auto& range : split(trim(text), ',')) {
     if (range.empty()) continue;
@@ -44,6 +45,8 @@ std::vector<std::uint16_t> cpu_list(const std::string& text) {
   }
   return out;
 }
+
+namespace {
 
 json memory_entry(std::uint64_t usage, std::uint64_t limit, std::uint64_t max,
                   std::uint64_t failcnt) {
@@ -168,10 +171,10 @@ nlohmann::json runc_stats(const std::string& leaf) {
       {"cpu_exclusive", 0},   {"mem_hardwall", 0},       {"mem_exclusive", 0},
       {"memory_migrate", 0},  {"memory_spread_page", 0}, {"memory_spread_slab", 0},
       {"memory_pressure", 0}, {"sched_load_balance", 0}, {"sched_relax_domain_level", 0}};
-  if (auto cpus = cpu_list(text_of(leaf + "/cpuset.cpus.effective")); !cpus.empty()) {
+  if (auto cpus = cpu_list_of(text_of(leaf + "/cpuset.cpus.effective")); !cpus.empty()) {
     cpuset["cpus"] = cpus;
   }
-  if (auto mems = cpu_list(text_of(leaf + "/cpuset.mems.effective")); !mems.empty()) {
+  if (auto mems = cpu_list_of(text_of(leaf + "/cpuset.mems.effective")); !mems.empty()) {
     cpuset["mems"] = mems;
   }
   return {{"cpu", cpu(leaf)},

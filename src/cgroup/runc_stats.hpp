@@ -7,10 +7,14 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace mrun::cgroup {
 
 nlohmann::json runc_stats(const std::string& leaf);
+
+// "0-3,7" -> [0, 1, 2, 3, 7] (cpuset.cpus, cpuset.cpus.effective).
+std::vector<std::uint16_t> cpu_list_of(const std::string& text);
 
 // The number after `key` in a flat keyed file's text ("oom_kill 2\n..."); 0 if absent.
 std::uint64_t keyed_number(const std::string& text, const std::string& key);

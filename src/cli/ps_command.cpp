@@ -61,7 +61,8 @@ class FreezeCommand : public Command {
   CLI::App* add_to(CLI::App& app) override {
     auto* cmd = app.add_subcommand(
         freeze_ ? "pause" : "resume",
-        freeze_ ? "freeze every process of a container (cgroup v2)" : "thaw a paused container");
+        freeze_ ? "freeze every process of a container (cgroup v2, or v1 freezer)"
+                : "thaw a paused container");
     cmd->add_option("ID", id_, "container id")->required();
     return cmd;
   }

@@ -1,11 +1,13 @@
 // mrun stats NAME [--format table|json]   -- see mrun(1)
-// The counters of a container's cgroup v2 leaf: memory, pids, CPU time, OOM kills.
+// The counters of a container's cgroup v2 leaf (or, rootful on cgroup v1, its v1 group):
+// memory, pids, CPU time, OOM kills.
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
 #include "cgroup/cgroup.hpp"
+#include "cgroup/v1_stats.hpp"
 #include "cli/command.hpp"
 #include "runtime/lifecycle.hpp"
 #include "runtime/state.hpp"
@@ -50,22 +52,24 @@ class StatsCommand : public Command {
       throw Error("container \"" + name_ + "\" is not running", 0,
                   "stats come from its cgroup, which is removed when it exits");
     }
-    if (state->cgroup.empty() || !sys::is_dir(state->cgroup)) {
+    const bool v1 = !state->cgroup_v1.empty();
+    if (!v1 && (state->cgroup.empty() || !sys::is_dir(state->cgroup))) {
       throw Error("container \"" + name_ + "\" has no cgroup", 0,
                   "it was started without one (see `mrun --debug run` for why: no delegated "
                   "cgroup v2 subtree, or --cgroups=disabled)");
     }
-    auto s = cgroup::read_stats(state->cgroup);
+    auto s = v1 ? cgroup::read_v1_stats(state->cgroup_v1) : cgroup::read_stats(state->cgroup);
     if (format_ == "json") {
-      nlohmann::json out{{"name", name_},
-                         {"cgroup", state->cgroup},
-                         {"memory_current", or_null(s.memory_current)},
-                         {"memory_max", or_null(s.memory_max)},
-                         {"pids_current", or_null(s.pids_current)},
-                         {"pids_max", or_null(s.pids_max)},
-                         {"cpu_usage_usec", or_null(s.cpu_usage_usec)},
-                         {"cpu_max", or_null(s.cpu_max)},
-                         {"oom_kills", or_null(s.oom_kills)}};
+      nlohmann::json out{
+          {"name", name_},
+          {"cgroup", v1 ? cgroup::v1_dir(state->cgroup_v1, "memory") : state->cgroup},
+          {"memory_current", or_null(s.memory_current)},
+          {"memory_max", or_null(s.memory_max)},
+          {"pids_current", or_null(s.pids_current)},
+          {"pids_max", or_null(s.pids_max)},
+          {"cpu_usage_usec", or_null(s.cpu_usage_usec)},
+          {"cpu_max", or_null(s.cpu_max)},
+          {"oom_kills", or_null(s.oom_kills)}};
       std::cout << out.dump(2) << std::endl;
       return 0;
     }

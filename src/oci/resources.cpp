@@ -112,15 +112,9 @@ void parse_memory(const Reader& in, const json& j, cgroup::Resources& r, ParsedR
                           "and cgroup v2 has none (as runc)");
     }
   }
-  if (in.integer<std::uint64_t>(j, "swappiness", f)) {
-    throw in.refused(f + ".swappiness",
-                     "cgroup v2 has no per-cgroup swappiness (memory.swappiness is cgroup v1's)");
-  }
-  if (in.boolean(j, "disableOOMKiller", f).value_or(false)) {
-    throw in.refused(f + ".disableOOMKiller",
-                     "cgroup v2 cannot disable the OOM killer (memory.oom_control is cgroup "
-                     "v1's; crun refuses it too)");
-  }
+  // cgroup v1's alone: kept for a v1 group, refused by the v2 plan (cgroup/resources.hpp).
+  r.memory.swappiness = in.integer<std::uint64_t>(j, "swappiness", f);
+  r.memory.disable_oom_killer = in.boolean(j, "disableOOMKiller", f).value_or(false);
   if (!in.boolean(j, "useHierarchy", f).value_or(true)) {
     throw in.refused(f + ".useHierarchy", "cgroup v2 is always hierarchical");
   }

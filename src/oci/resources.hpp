@@ -2,11 +2,12 @@
 // same object) as cgroup::Resources and device cgroup rules, field by field.
 //
 // What cgroup v2 cannot do is refused here, naming the field (exit 125), as crun does:
-// memory.swappiness, memory.disableOOMKiller true, memory.useHierarchy false,
+// memory.useHierarchy false,
 // cpu.realtimeRuntime/realtimePeriod, blockIO.leafWeight, network (net_cls/net_prio).
 // memory.kernel and memory.kernelTCP (deprecated by the spec) are accepted and ignored
-// with a warning, as runc does. A property the spec does not define is ignored (the
-// spec's rule for unknown properties), with a debug line.
+// with a warning, as runc does. memory.swappiness and memory.disableOOMKiller are kept:
+// a cgroup v1 group carries them, and the v2 plan refuses them (cgroup/resources.hpp). A property
+// the spec does not define is ignored (the spec's rule for unknown properties), with a debug line.
 #pragma once
 
 #include <nlohmann/json.hpp>

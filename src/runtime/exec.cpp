@@ -16,6 +16,7 @@
 #include "base/error.hpp"
 #include "base/phase_trace.hpp"
 #include "base/strings.hpp"
+#include "cgroup/v1_group.hpp"
 #include "mount/devices.hpp"
 #include "runtime/become_command.hpp"
 #include "runtime/cloned_binary.hpp"
@@ -326,6 +327,13 @@ int exec_in_container(const ContainerState& state, const ExecRequest& request,
       sys::set_dumpable(false);
       if (!state.cgroup.empty()) {
         sys::write_file(state.cgroup + "/cgroup.procs", std::to_string(::getpid()));
+      }
+      // On cgroup v1, every hierarchy of its group, and its devices group, as runc.
+      for (const auto& dir : cgroup::v1_unique_dirs(state.cgroup_v1)) {
+        sys::write_file(dir + "/cgroup.procs", std::to_string(::getpid()));
+      }
+      if (!state.devices_v1.empty()) {
+        sys::write_file(state.devices_v1 + "/cgroup.procs", std::to_string(::getpid()));
       }
       sys::setns_pidfd(target.get(), joined.nstypes, "container " + state.name);
       // CLONE_PARENT: the process is mrun exec's child (waitable, its signals forwarded),

@@ -24,6 +24,7 @@
 #include "base/strings.hpp"
 #include "cgroup/cgroup.hpp"
 #include "cgroup/devices_v1.hpp"
+#include "cgroup/v1_group.hpp"
 #include "mount/devices.hpp"
 #include "mount/overlay.hpp"
 #include "net/cni_bridge.hpp"
@@ -545,6 +546,10 @@ void remove_container(const Context& ctx, const std::string& name) {
   if (state) remove_storage(ctx, state->storage_dir, state->subordinate_ids);
   if (state && !state->cgroup.empty()) cgroup::remove_leaf(state->cgroup);  // mrun was killed
   if (state && !state->devices_v1.empty()) cgroup::remove_devices_v1_group(state->devices_v1);
+  if (state && !cgroup::remove_v1_dirs(state->cgroup_v1)) {
+    ctx.log.warn("could not remove every cgroup v1 directory of " + name +
+                 " (processes still in them?)");
+  }
   store.remove(name);
 }
 
@@ -592,12 +597,17 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   // honoured (no delegated subtree) fails with 125 and leaves nothing behind.
   const cgroup::Request cgroup_req = cgroup_request(config, privilege);
   const cgroup::Plan cgroup_plan = cgroup::plan_cgroup(cgroup_req);
-  if (!cgroup_plan.use) ctx.log.debug("no cgroup: " + cgroup_plan.why_not);
+  if (cgroup_plan.v1) {
+    ctx.log.debug("cgroup: v1 group " + cgroup_plan.v1->relative + " (" + cgroup_plan.why_not +
+                  ")");
+  } else if (!cgroup_plan.use) {
+    ctx.log.debug("no cgroup: " + cgroup_plan.why_not);
+  }
   if (!cgroup_plan.defaults_note.empty()) ctx.log.debug(cgroup_plan.defaults_note);
   // mrun run --cgroup-parent asks for a place: not honouring it is an error, not a
   // silence (an engine's cgroupsPath without limits stays best effort, as before).
-  if (!cgroup_plan.use && !config.run.cgroup_parent.empty() && config.bundle.empty() &&
-      config.run.cgroups == CgroupsMode::enabled) {
+  if (!cgroup_plan.use && !cgroup_plan.v1 && !config.run.cgroup_parent.empty() &&
+      config.bundle.empty() && config.run.cgroups == CgroupsMode::enabled) {
     throw Error("--cgroup-parent " + config.run.cgroup_parent +
                     ": the container can get no cgroup here (" + cgroup_plan.why_not + ")",
                 0,
@@ -685,8 +695,15 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
     leaf.emplace(cgroup::Leaf::create(cgroup_plan, cgroup_req, ctx.log));
     state.cgroup = leaf->path();
   }
-  LaunchSpec spec = make_launch_spec(config, privilege, ids, storage, network_files,
-                                     leaf.has_value(), std::move(device_mounts), ctx);
+  // Or, rootful on a v1 or hybrid host, its v1 group, the same way.
+  std::optional<cgroup::V1Group> v1_group;
+  if (cgroup_plan.v1) {
+    v1_group.emplace(cgroup::V1Group::create(*cgroup_plan.v1, ctx.log));
+    state.cgroup_v1 = v1_group->dirs();
+  }
+  LaunchSpec spec =
+      make_launch_spec(config, privilege, ids, storage, network_files,
+                       leaf.has_value() || v1_group.has_value(), std::move(device_mounts), ctx);
   MRUN_PHASE("run:planned");
   spec.device_grants = device_access.wants_node_grants();
   spec.sibling_of_monitor = hooks.container_to_callers_reaper;
@@ -789,6 +806,7 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   // 4. Into its cgroup, map its ids (rootless: newuidmap/newgidmap), and let it set
   // itself up. The move comes first: the child has not run anything yet.
   if (leaf) leaf->add_process(child.pid);
+  if (v1_group) v1_group->add_process(child.pid);
   // The device filter, now that the child is in the leaf and before it runs anything:
   // the command never runs unfiltered.
   // Rootful on a v1 or hybrid host the v1 devices controller does it, as with runc.
@@ -938,15 +956,20 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   MRUN_PHASE("run:exited");
   if (network) network->stop();
   stop_fuse_overlay(fuse);
+  // The kernel's OOM killer sends SIGKILL; say why, as podman's OOMKilled does.
+  const std::uint64_t kills = leaf ? leaf->oom_kills() : v1_group ? v1_group->oom_kills() : 0;
+  if (kills > 0) {
+    ctx.log.error("container " + config.name + ": the kernel's OOM killer killed " +
+                  std::to_string(kills) + " process(es) at its memory limit (--memory)");
+    if (reap) status = 128 + SIGKILL;
+  }
   if (leaf) {
-    // The kernel's OOM killer sends SIGKILL; say why, as podman's OOMKilled does.
-    if (auto kills = leaf->oom_kills(); kills > 0) {
-      ctx.log.error("container " + config.name + ": the kernel's OOM killer killed " +
-                    std::to_string(kills) + " process(es) at its memory limit (--memory)");
-      if (reap) status = 128 + SIGKILL;
-    }
     if (!leaf->remove()) ctx.log.warn("could not remove cgroup " + state.cgroup);
     state.cgroup.clear();
+  }
+  if (v1_group) {
+    if (!v1_group->remove()) ctx.log.warn("could not remove the cgroup v1 group of " + config.name);
+    state.cgroup_v1.clear();
   }
 
   // 7. Record the exit (or remove everything with --rm).

@@ -111,6 +111,7 @@ void kill_container(const Context& ctx, const std::string& id, int signal, bool 
         // gone already
       }
     }
+    if (signal == SIGKILL) thaw_after_kill(state);
     return;
   }
   // pidfd + start time: never signal a process that merely reused the pid.
@@ -118,6 +119,7 @@ void kill_container(const Context& ctx, const std::string& id, int signal, bool 
   if (!process_alive(state.pid, state.pid_start) || !sys::pidfd_send_signal(pidfd.get(), signal)) {
     throw Error("container \"" + id + "\" is not running", ESRCH);
   }
+  if (signal == SIGKILL) thaw_after_kill(state);
 }
 
 void delete_container(const Context& ctx, const std::string& id, bool force) {
@@ -137,6 +139,7 @@ void delete_container(const Context& ctx, const std::string& id, bool force) {
     if (process_alive(state->pid, state->pid_start)) {
       UniqueFd pidfd = sys::pidfd_open(state->pid);
       sys::pidfd_send_signal(pidfd.get(), SIGKILL);
+      thaw_after_kill(*state);
     }
   }
   // Also when it is stopped: an OCI-created container is reaped by the engine, which may

@@ -10,6 +10,8 @@
 
 #include "base/error.hpp"
 #include "base/strings.hpp"
+#include "cgroup/v1_freezer.hpp"
+#include "cgroup/v1_group.hpp"
 #include "sys/fs.hpp"
 
 namespace mrun::runtime {
@@ -31,12 +33,25 @@ std::vector<pid_t> processes_in_pid_namespace(const std::string& proc, dev_t dev
   return pids;
 }
 
+namespace {
+
+// The directory whose cgroup.procs lists the container's processes: its v2 leaf, or on
+// cgroup v1 its group in one hierarchy (they all hold the same processes); "" for none.
+std::string procs_dir(const ContainerState& state) {
+  if (!state.cgroup.empty()) return state.cgroup;
+  for (const char* controller : {"freezer", "pids", "memory"}) {
+    if (auto dir = cgroup::v1_dir(state.cgroup_v1, controller); !dir.empty()) return dir;
+  }
+  return state.cgroup_v1.empty() ? std::string() : state.cgroup_v1.begin()->second;
+}
+
+}  // namespace
+
 std::vector<pid_t> container_processes(const ContainerState& state) {
   if (effective_status(state) == Status::stopped) return {};
-  if (!state.cgroup.empty()) {
+  if (const std::string dir = procs_dir(state); !dir.empty()) {
     std::vector<pid_t> pids;
-    for (const auto& line :
-         split(sys::read_file(state.cgroup + "/cgroup.procs").value_or(""), '\n')) {
+    for (const auto& line : split(sys::read_file(dir + "/cgroup.procs").value_or(""), '\n')) {
       if (auto pid = parse_u64(trim(line))) pids.push_back(static_cast<pid_t>(*pid));
     }
     std::sort(pids.begin(), pids.end());
@@ -49,12 +64,18 @@ std::vector<pid_t> container_processes(const ContainerState& state) {
 }
 
 namespace {
+// The v1 group's freezer directory, "" when it has none.
+std::string v1_freezer(const ContainerState& state) {
+  return cgroup::v1_dir(state.cgroup_v1, "freezer");
+}
+
 void require_leaf(const ContainerState& state, const std::string& verb) {
-  if (state.cgroup.empty()) {
+  if (state.cgroup.empty() && v1_freezer(state).empty()) {
     throw Error("cannot " + verb + " container " + state.name +
-                    ": it has no cgroup v2 leaf, and the freezer (cgroup.freeze) needs one",
+                    ": it has no cgroup v2 leaf (nor, rootful on cgroup v1, a v1 group), and "
+                    "the freezer (cgroup.freeze, or freezer.state on v1) needs one",
                 0,
-                "run it where mrun can make a cgroup: as root on a cgroup v2 host, or rootless "
+                "run it where mrun can make a cgroup: as root, or rootless on cgroup v2 "
                 "with a delegated subtree (see mrun-run(1), RESOURCE LIMITS)");
   }
 }
@@ -62,6 +83,10 @@ void require_leaf(const ContainerState& state, const std::string& verb) {
 
 void set_frozen(const ContainerState& state, bool frozen) {
   require_leaf(state, frozen ? "pause" : "resume");
+  if (state.cgroup.empty()) {
+    cgroup::set_v1_frozen(v1_freezer(state), frozen, state.name);
+    return;
+  }
   sys::write_file(state.cgroup + "/cgroup.freeze", frozen ? "1" : "0");
   // The kernel freezes asynchronously; cgroup.events says when it is done.
   using namespace std::chrono;
@@ -77,9 +102,24 @@ void set_frozen(const ContainerState& state, bool frozen) {
 }
 
 bool is_frozen(const ContainerState& state) {
-  if (state.cgroup.empty()) return false;
+  if (state.cgroup.empty()) {
+    const std::string dir = v1_freezer(state);
+    return !dir.empty() && cgroup::v1_frozen(dir);
+  }
   auto text = sys::read_file(state.cgroup + "/cgroup.freeze");
   return text && trim(*text) == "1";
+}
+
+void thaw_after_kill(const ContainerState& state) noexcept {
+  // A SIGKILLed task of a frozen v1 group dies only once thawed (runc thaws too); v2's
+  // freezer lets a fatal signal through.
+  try {
+    if (const std::string dir = v1_freezer(state); !dir.empty() && cgroup::v1_frozen(dir)) {
+      cgroup::set_v1_frozen(dir, false, state.name);
+    }
+  } catch (const Error&) {
+    // The group is gone: nothing left to thaw.
+  }
 }
 
 }  // namespace mrun::runtime

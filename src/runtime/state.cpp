@@ -17,6 +17,7 @@
 
 #include "base/error.hpp"
 #include "base/strings.hpp"
+#include "cgroup/v1_freezer.hpp"
 #include "sys/fs.hpp"
 #include "sys/spare_dirs.hpp"
 #include "sys/syscalls.hpp"
@@ -65,6 +66,7 @@ std::string state_to_json(const ContainerState& s) {
       {"rootless", s.rootless},
       {"subordinate_ids", s.subordinate_ids},
       {"cgroup", s.cgroup},
+      {"cgroup_v1", s.cgroup_v1},
       {"device_filter", s.device_filter},
       {"devices_v1", s.devices_v1},
       {"bundle", s.bundle},
@@ -82,6 +84,12 @@ std::string oci_state_json(const ContainerState& state, Status status, int inden
   // `mrun pause` froze its cgroup (cgroup.freeze): the spec's "paused", as runc says.
   if (status == Status::running && !state.cgroup.empty() &&
       trim(sys::read_file(state.cgroup + "/cgroup.freeze").value_or("0")) == "1") {
+    j["status"] = "paused";
+  }
+  // On cgroup v1, the group's freezer.state (cgroup/v1_freezer.hpp).
+  if (auto freezer = state.cgroup_v1.find("freezer"); status == Status::running &&
+                                                      freezer != state.cgroup_v1.end() &&
+                                                      cgroup::v1_frozen(freezer->second)) {
     j["status"] = "paused";
   }
   if (!state.annotations.empty()) j["annotations"] = state.annotations;
@@ -110,6 +118,7 @@ ContainerState state_from_json(const std::string& text) {
   s.rootless = j.value("rootless", true);
   s.subordinate_ids = j.value("subordinate_ids", false);
   s.cgroup = j.value("cgroup", "");
+  s.cgroup_v1 = j.value("cgroup_v1", std::map<std::string, std::string>{});
   s.device_filter = j.value("device_filter", "");
   s.devices_v1 = j.value("devices_v1", "");
   s.bundle = j.value("bundle", "");

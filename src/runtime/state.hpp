@@ -43,6 +43,10 @@ struct ContainerState {
   bool rootless = true;
   bool subordinate_ids = false;  // the id map used (needed to delete the upper dir)
   std::string cgroup;            // its cgroup v2 leaf (absolute path), empty: none
+  // Rootful on a v1/hybrid host: its cgroup v1 group, controller -> directory
+  // (cgroup/v1_group.hpp), recorded before the first directory is made so that a delete
+  // after a killed mrun removes them all; empty: none.
+  std::map<std::string, std::string> cgroup_v1;
   // Who attached its device filter: "bpf" (mrun, libbpf), "helper" (mrun-gpu-helper),
   // "v1" (the cgroup v1 devices controller), or "none: <reason>".
   std::string device_filter;

@@ -4,6 +4,7 @@
 
 #include "base/error.hpp"
 #include "cgroup/cgroup.hpp"
+#include "cgroup/v1_group.hpp"
 #include "runtime/lifecycle.hpp"
 #include "runtime/state.hpp"
 
@@ -23,6 +24,10 @@ void update_container(const Context& ctx, const std::string& id,
                 "update changes the limits of a created, running or paused container");
   }
   for (const auto& line : resources.ignored) ctx.log.warn("update: " + line);
+  if (!state->cgroup_v1.empty()) {
+    cgroup::update_v1_group(state->cgroup_v1, resources, ctx.log);
+    return;
+  }
   if (state->cgroup.empty()) {
     const auto writes = cgroup::plan_resource_files(resources);
     const std::string asked = cgroup::describe_requests(writes);

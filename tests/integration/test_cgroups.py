@@ -1,9 +1,10 @@
 """Resource limits (--memory, --pids-limit, --cpus, ...) and mrun stats on the host.
 
 This host's cgroup layout is hybrid: the controllers are on cgroup v1 and the
-cgroup2 at /sys/fs/cgroup/unified has none, so no limit can be honoured here and
-mrun must refuse one with a clear error (125, nothing left behind) while running
-exactly as before without one. The limits themselves are tested on a pure cgroup
+cgroup2 at /sys/fs/cgroup/unified has none, so rootless no limit can be honoured here
+and mrun must refuse one with a clear error (125, nothing left behind) while running
+exactly as before without one. Rootful, limits go to a cgroup v1 group
+(test_cgroups_v1.py). The limits themselves are tested on a pure cgroup
 v2 in a VM, rootless with a delegated subtree and rootful:
 tests/vm/cgroup-suite.sh. The tests below that need real controllers skip here
 with that reason (and run on a host that has them).
@@ -53,11 +54,20 @@ def cgroup_why_not():
     return f"no cgroup v2 subtree delegated to {M.USER} above {own}"
 
 
+def v1_limits():
+    """Rootful with a cgroup v1 memory hierarchy: limits go to a v1 group
+    (test_cgroups_v1.py)."""
+    return M.ROOTFUL and any(after.split()[0] == "cgroup" and "memory" in
+                             after.split()[2].split(",") for _, after in _mountinfo())
+
+
 WHY_NOT = cgroup_why_not()
+V1_LIMITS = v1_limits()
 needs_cgroup = pytest.mark.skipif(WHY_NOT is not None, reason=f"{WHY_NOT}; {VM_SUITE}")
 needs_no_cgroup = pytest.mark.skipif(
-    WHY_NOT is None, reason="this host can honour limits; the refusal is tested where it cannot "
-    f"(this host's CI, and {VM_SUITE} without delegation)")
+    WHY_NOT is None or V1_LIMITS,
+    reason="this host can honour limits (rootful on cgroup v1: test_cgroups_v1.py); the "
+    f"refusal is tested where it cannot (this host's CI, and {VM_SUITE} without delegation)")
 HOG = os.path.join(os.path.dirname(M.PROBE), "hog")
 
 

@@ -18,14 +18,16 @@ import subprocess
 import pytest
 
 import mrunlib as M
-from test_cgroups import WHY_NOT, VM_SUITE
+from test_cgroups import V1_LIMITS, VM_SUITE, WHY_NOT
 from test_oci import _create
 
 RUNC = shutil.which("runc")
 
 needs_no_cgroup = pytest.mark.skipif(
-    WHY_NOT is None, reason="this host can honour limits; what runs without a cgroup is "
-    f"tested where it cannot (this host's CI, and {VM_SUITE} without delegation)")
+    WHY_NOT is None or V1_LIMITS,
+    reason="this host can honour limits (rootful on cgroup v1: test_cgroups_v1.py); what "
+    f"runs without a cgroup is tested where it cannot (this host's CI, and {VM_SUITE} "
+    "without delegation)")
 
 # The resources of tests/unit/oci/configs/ctr-default.json, as `ctr run` writes them.
 CTR_DEVICES = [{"allow": False, "access": "rwm"}] + [
@@ -63,6 +65,7 @@ def test_ctr_cpu_shares_1024_runs_without_a_cgroup(mrun, rootfs, name, tmp_path)
     ({"memory": {"limit": 67108864}}, "linux.resources.memory.limit"),
     ({"unified": {"memory.high": "67108864"}}, "linux.resources.unified.memory.high"),
 ])
+@needs_no_cgroup
 def test_a_real_request_without_a_cgroup_is_125_naming_the_field(mrun, rootfs, name, tmp_path,
                                                                  resources, field):
     bundle = _bundle(mrun, tmp_path, rootfs, ["/bin/true"], dict(resources, devices=CTR_DEVICES))
@@ -74,7 +77,9 @@ def test_a_real_request_without_a_cgroup_is_125_naming_the_field(mrun, rootfs, n
 
 
 @pytest.mark.parametrize("resources,field", [
-    ({"memory": {"disableOOMKiller": True}}, "linux.resources.memory.disableOOMKiller"),
+    pytest.param({"memory": {"disableOOMKiller": True}},
+                 "linux.resources.memory.disableOOMKiller",
+                 marks=pytest.mark.skipif(V1_LIMITS, reason="cgroup v1 can (test_cgroups_v1.py)")),
     ({"cpu": {"realtimeRuntime": 950000}}, "linux.resources.cpu.realtimeRuntime"),
     ({"unified": {"../memory.max": "1"}}, "linux.resources.unified.../memory.max"),
 ])

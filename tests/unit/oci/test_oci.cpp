@@ -398,9 +398,9 @@ TEST_CASE("what mrun cannot honour is an error naming the field, never ignored")
                }),
                Catch::Contains("needs a uts namespace of the container's own"));
   REQUIRE_THAT(fails([](json& j) {
-                 j["linux"]["resources"]["memory"] = {{"disableOOMKiller", true}};
+                 j["linux"]["resources"]["memory"] = {{"useHierarchy", false}};
                }),
-               Catch::Contains("linux.resources.memory.disableOOMKiller"));
+               Catch::Contains("linux.resources.memory.useHierarchy"));
   REQUIRE_THAT(fails([](json& j) {
                  j["linux"]["intelRdt"] = {{"closID", "x"}};
                }),

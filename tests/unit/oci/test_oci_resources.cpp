@@ -109,11 +109,6 @@ TEST_CASE("every linux.resources field of the runtime spec is read") {
 
 TEST_CASE("what cgroup v2 cannot do is refused, naming the field") {
   auto fails = [](const char* text) { return error_of(json::parse(text)); };
-  REQUIRE_THAT(fails(R"({"memory": {"disableOOMKiller": true}})"),
-               Catch::Contains("linux.resources.memory.disableOOMKiller") &&
-                   Catch::Contains("cannot disable the OOM killer"));
-  REQUIRE_THAT(fails(R"({"memory": {"swappiness": 10}})"),
-               Catch::Contains("linux.resources.memory.swappiness"));
   REQUIRE_THAT(fails(R"({"memory": {"useHierarchy": false}})"),
                Catch::Contains("linux.resources.memory.useHierarchy"));
   REQUIRE_THAT(
@@ -129,7 +124,7 @@ TEST_CASE("what cgroup v2 cannot do is refused, naming the field") {
   REQUIRE_THAT(fails(R"({"network": {"classID": 1048577}})"),
                Catch::Contains("linux.resources.network"));
   try {
-    parsed(json::parse(R"({"memory": {"disableOOMKiller": true}})"));
+    parsed(json::parse(R"({"memory": {"useHierarchy": false}})"));
     FAIL("no error");
   } catch (const Error& e) {
     REQUIRE(e.exit_status() == 125);
@@ -139,6 +134,21 @@ TEST_CASE("what cgroup v2 cannot do is refused, naming the field") {
                    "cpu": {"realtimeRuntime": 0, "realtimePeriod": 0},
                    "network": {"priorities": []}})")
               .empty());
+}
+
+TEST_CASE("cgroup v1's swappiness and disableOOMKiller are kept for a v1 group, refused on v2") {
+  auto r = parsed(json::parse(R"({"memory": {"swappiness": 10, "disableOOMKiller": true}})"));
+  REQUIRE(r.memory.swappiness == 10);
+  REQUIRE(r.memory.disable_oom_killer);
+  try {
+    cgroup::plan_resource_files(r);
+    FAIL("no error");
+  } catch (const Error& e) {
+    REQUIRE(e.exit_status() == 125);
+    REQUIRE_THAT(std::string(e.what()), Catch::Contains("linux.resources.memory.swappiness"));
+  }
+  REQUIRE_THAT(error_of(json::parse(R"({"memory": {"swappiness": -1}})")),
+               Catch::Contains("linux.resources.memory.swappiness"));
 }
 
 TEST_CASE("kernel memory limits are accepted and ignored with a warning, as runc") {
