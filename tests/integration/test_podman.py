@@ -1,20 +1,25 @@
-"""A real engine: podman 4.3 driving mrun through the OCI verbs (issue #8).
+"""A real engine: podman 4.3 driving mrun through the OCI verbs.
 
 `podman --runtime mrun` with mrun registered in a containers.conf of the test's own
 (CONTAINERS_CONF), a storage of its own (CONTAINERS_STORAGE_CONF: vfs under the test's
 temporary directory) and an image made by `podman import` of the suite's busybox rootfs
-(no registry). Every run uses --network none and --cgroups disabled: this host's
-cgroup2 has no controllers, and rootless podman cannot use cgroup v1. Podman then
-calls `mrun --cgroup-manager disabled create|start|state|kill|delete`; rootless, it
-runs mrun as root of the user namespace it made (mrun keeps the container there, as
-crun does). Both passes; skipped when podman is not installed.
+(no registry). Every case runs with a reference runtime and with mrun, with the same
+expectation. The reference is runc: crun, podman's default, refuses this hybrid host
+outright ("cgroups in hybrid mode not supported"), even rootless with --cgroups disabled.
+Podman drives both with its cgroupfs manager: rootful, the containers get cgroup v1
+groups; rootless, podman leaves cgroups out on v1. Rootless, podman runs the runtime as
+root of the user namespace it made (mrun keeps the container there, as crun does). The
+network is podman's default (rootless: slirp4netns; rootful: netavark's bridge) unless a
+case says otherwise. Skipped when podman is not installed.
 """
 
 import os
+import re
 import shutil
 import signal
 import subprocess
 import tarfile
+import tempfile
 
 import pytest
 
@@ -31,16 +36,19 @@ def _netns_mounted():
     return any(m.point == "/run/netns" for m in M.host_mounts())
 
 
+REFERENCE = shutil.which("runc", path=M.DEFAULT_PATH)
+
+
 class Podman:
-    def __init__(self, base):
-        self.base = base
+    def __init__(self, base, runtime="mrun"):
+        self.base, self.runtime = base, runtime
         run = os.path.join(base, "run")
         os.makedirs(run, mode=0o700, exist_ok=True)
         conf = os.path.join(base, "containers.conf")
         storage = os.path.join(base, "storage.conf")
         with open(conf, "w") as f:
             f.write('[engine]\ncgroup_manager = "cgroupfs"\nevents_logger = "file"\n'
-                    'runtime_supports_nocgroup = ["mrun"]\n'
+                    'runtime_supports_nocgroup = ["crun", "mrun"]\n'
                     f'[engine.runtimes]\nmrun = ["{M.MRUN}"]\n')
         with open(storage, "w") as f:
             f.write(f'[storage]\ndriver = "vfs"\ngraphroot = "{base}/storage"\n'
@@ -59,11 +67,13 @@ class Podman:
         return M.Result([PODMAN, *args], p.returncode, p.stdout, p.stderr, 0)
 
     def run_args(self, *args, network="none"):
+        """podman --runtime RUNTIME run [--network NETWORK] ARGS...; NETWORK None for
+        podman's default."""
         # Rootful podman asks for RLIMIT_NOFILE 1048576 and RLIMIT_NPROC above what it
         # leaves conmon; this machine's root lacks CAP_SYS_RESOURCE to raise a hard
         # limit (crun fails the same way): ask for less.
         net = ("--network", network) if network else ()
-        return ("--runtime", "mrun", "run", *net, "--cgroups", "disabled",
+        return ("--runtime", self.runtime, "run", *net,
                 "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=4096:4096", *args)
 
     def close(self):
@@ -84,11 +94,16 @@ class Podman:
             pass
 
 
-@pytest.fixture
-def podman(rootfs, tmp_path):
-    base = str(tmp_path / "podman")
-    os.makedirs(base, mode=0o700)
-    p = Podman(base)
+@pytest.fixture(params=[
+    pytest.param("reference", marks=pytest.mark.skipif(
+        REFERENCE is None, reason="runc is not installed")),
+    "mrun",
+])
+def podman(rootfs, request):
+    # A short base: conmon's sockets live below it, and with a unix socket path over 107
+    # bytes podman waits out conmon's 20 s timeout for every container's exit.
+    base = tempfile.mkdtemp(prefix="mrun-it-pm.")
+    p = Podman(base, os.path.basename(REFERENCE) if request.param == "reference" else "mrun")
     tar = os.path.join(base, "busybox.tar")
     with tarfile.open(tar, "w") as t:
         t.add(rootfs, arcname=".")
@@ -96,6 +111,7 @@ def podman(rootfs, tmp_path):
     M.assert_rc(r)
     yield p
     p.close()
+    M.force_rmtree(base)
 
 
 def test_podman_detached_container_runs_stops_and_is_removed(podman):
@@ -104,7 +120,7 @@ def test_podman_detached_container_runs_stops_and_is_removed(podman):
     try:
         r = podman("inspect", "-f", "{{.State.Status}} {{.OCIRuntime}}", "mrun-it-d")
         M.assert_rc(r)
-        assert r.out.split() == ["running", "mrun"], r
+        assert r.out.split() == ["running", podman.runtime], r
         r = podman("inspect", "-f", "{{.State.Pid}}", "mrun-it-d")  # from mrun's --pid-file
         M.assert_rc(r)
         with open(f"/proc/{int(r.out)}/cmdline") as f:
@@ -142,6 +158,64 @@ def test_podman_exec_into_a_running_container(podman):
         podman("rm", "-f", "-t", "0", "mrun-it-x")
 
 
+def test_podman_exit_codes_of_a_command_that_cannot_run(podman):
+    r = podman(*podman.run_args("--rm", IMAGE, "/etc/passwd"))
+    assert r.rc == 126, r
+    r = podman(*podman.run_args("--rm", IMAGE, "/no/such/program"))
+    assert r.rc == 127, r
+
+
+def test_podman_default_network_reaches_out(podman):
+    # Rootless, slirp4netns: 10.0.2.100 with its gateway 10.0.2.2, which answers ping
+    # (slirp4netns's own) and DNS at 10.0.2.3; rootful, netavark's bridge and its gateway.
+    r = podman(*podman.run_args("--rm", IMAGE, "sh", "-c",
+                                "ip -4 -o addr show eth0 || ip -4 -o addr show tap0; "
+                                "gw=$(ip route | awk '/^default/ {print $3}'); echo gw=$gw; "
+                                "ping -c1 -W5 $gw >/dev/null && echo ping-ok",
+                                network=None))
+    M.assert_rc(r)
+    assert re.search(r"inet \d+\.\d+\.\d+\.\d+/", r.out), r
+    assert "ping-ok" in r.lines, r
+
+
+def test_podman_user_volume_and_capabilities(podman, host_dir):
+    os.chmod(host_dir, 0o777)
+    r = podman(*podman.run_args("--rm", "-u", "1000:1000", "-v", f"{host_dir}:/data", IMAGE,
+                                "sh", "-c", "id -u; echo hi > /data/f && cat /data/f; "
+                                "grep CapEff /proc/self/status"))
+    M.assert_rc(r)
+    assert r.lines[:2] == ["1000", "hi"], r
+    r = podman(*podman.run_args("--rm", "--cap-drop", "all", IMAGE, "grep", "CapEff",
+                                "/proc/self/status"))
+    M.assert_rc(r)
+    assert r.out.split() == ["CapEff:", "0000000000000000"], r
+
+
+def test_podman_exec_user_logs_stop_kill_and_restart(podman):
+    name = "mrun-it-l"
+    r = podman(*podman.run_args("-d", "--name", name, IMAGE, "sh", "-c",
+                                'echo started; trap "exit 7" TERM; '
+                                "while :; do sleep 0.1; done"))
+    M.assert_rc(r)
+    try:
+        r = podman("exec", "-u", "1000", name, "id", "-u")
+        assert r.out.strip() == "1000", r
+        r = podman("exec", name, "sh", "-c", "exit 4")
+        assert r.rc == 4, r
+        assert M.wait_until(lambda: "started" in podman("logs", name).out, 10)
+        M.assert_rc(podman("stop", "-t", "10", name))
+        r = podman("inspect", "-f", "{{.State.ExitCode}}", name)
+        assert r.out.strip() == "7", r
+        M.assert_rc(podman("restart", name))
+        r = podman("inspect", "-f", "{{.State.Status}}", name)
+        assert r.out.strip() == "running", r
+        M.assert_rc(podman("kill", name))
+        r = podman("wait", name)
+        assert r.out.strip() == "137", r
+    finally:
+        podman("rm", "-f", "-t", "0", name)
+
+
 def test_podman_default_network_joins_the_namespace_podman_made(podman):
     # Podman's default network (rootless: slirp4netns; rootful: netavark's bridge): podman
     # makes the network namespace and passes it as linux.namespaces[].path, which mrun
@@ -166,3 +240,12 @@ def test_podman_read_only_with_its_tmpfs_mounts(podman):
                                 "grep -c ' - tmpfs '"))
     M.assert_rc(r)
     assert r.lines == ["root-ro", "w", "3"], r
+
+
+def test_podman_cgroups_disabled(podman):
+    # `--cgroups disabled` makes podman call the runtime with --cgroup-manager disabled,
+    # which only runtimes in runtime_supports_nocgroup get (crun and mrun, not runc).
+    if podman.runtime != "mrun":
+        pytest.skip("runc does not take --cgroup-manager disabled")
+    r = podman(*podman.run_args("--rm", "--cgroups", "disabled", IMAGE, "sh", "-c", "exit 3"))
+    assert r.rc == 3, r
