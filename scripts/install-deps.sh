@@ -24,6 +24,8 @@ packages=(
   # a real engine driving mrun through the OCI verbs (tests/integration/test_podman.py,
   # bench/podman-run.sh): podman 4.3 with conmon, its network stack and catatonit
   podman conmon golang-github-containers-common netavark catatonit
+  # buildah 1.28 building and running images on mrun (tests/integration/test_buildah.py)
+  buildah
   # netavark's bridge (rootful podman's default network) sets its NAT rules with iptables
   iptables
   # containerd 1.6 with ctr and its runc shim driving mrun (tests/integration/test_containerd.py,
