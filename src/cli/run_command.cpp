@@ -20,6 +20,7 @@
 #include "oci/run_config.hpp"
 #include "runtime/detach.hpp"
 #include "runtime/launcher.hpp"
+#include "runtime/lifecycle.hpp"
 #include "runtime/privilege.hpp"
 #include "security/security_plan.hpp"
 #include "sys/fs.hpp"
@@ -296,7 +297,13 @@ class RunCommand : public Command {
       config.new_keyring = !process_.no_new_keyring;
     }
     if (config.run.detach) return runtime::run_detached(config, ctx);
-    return runtime::run_container(config, ctx);
+    const int status = runtime::run_container(config, ctx);
+    // As runc run: a bundle's container run in the foreground is deleted once it exits,
+    // its poststop hooks with it (with --rm it is gone already).
+    if (!options_.bundle.empty() && !config.run.remove_on_exit) {
+      runtime::delete_container(ctx, config.name, false);
+    }
+    return status;
   }
 
  private:

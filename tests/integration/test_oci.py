@@ -192,16 +192,31 @@ def test_running_container_needs_force_to_delete(mrun, rootfs, name, tmp_path):
         mrun("delete", "--force", name)
 
 
-def test_run_bundle_runs_to_completion(mrun, rootfs, name, tmp_path):
+def test_run_bundle_runs_to_completion_and_deletes_the_container(mrun, rootfs, name, tmp_path):
+    """As runc run: the foreground container is deleted once it exits, its poststop hooks
+    run then, and its exit status is run's."""
+    log = tmp_path / "poststop.log"
     bundle = _bundle(mrun, tmp_path, rootfs, ["/bin/sh", "-c", "echo hello from $(hostname); exit 3"])
+    config = json.loads((bundle / "config.json").read_text())
+    config["hooks"] = {"poststop": [{"path": "/bin/sh", "args": ["sh", "-c", f"echo done >> {log}"]}]}
+    (bundle / "config.json").write_text(json.dumps(config))
     try:
         r = mrun("run", "--bundle", bundle, name)
         assert r.rc == 3, r
         assert "hello from mrun" in r.out, r
-        state = _state(mrun, name)
-        assert state["status"] == "stopped" and state["bundle"] == str(bundle), state
+        M.assert_mrun_error(mrun("state", name), mentions=["does not exist"])
+        assert log.read_text() == "done\n"
     finally:
         mrun("delete", "--force", name)
+    if M.ROOTFUL and os.access("/usr/sbin/runc", os.X_OK):
+        runc_root = str(tmp_path / "runc-root")
+        r = subprocess.run(["/usr/sbin/runc", "--root", runc_root, "run", "-b", str(bundle), name],
+                           capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+        assert r.returncode == 3, r
+        state = subprocess.run(["/usr/sbin/runc", "--root", runc_root, "state", name],
+                               capture_output=True, text=True, timeout=30)
+        assert state.returncode != 0 and "does not exist" in state.stderr, state
+        assert log.read_text() == "done\ndone\n"
 
 
 @pytest.mark.parametrize("breakage,mentions", [
@@ -442,7 +457,7 @@ def test_preserve_fds_and_no_pivot_and_no_new_keyring(mrun, rootfs, name, tmp_pa
         r = subprocess.run(["/bin/sh", "-c", f"{shell} 3>{M.shell_quote(out)}"], env=mrun.env,
                            capture_output=True, text=True, timeout=60)
         assert r.returncode == 0 and out.read_text() == "through-fd-3\n", (r, out.read_text())
-        M.assert_rc(mrun("delete", name))
+        M.assert_mrun_error(mrun("state", name), mentions=["does not exist"])  # run deleted it
         # Without --preserve-fds the fd is not there.
         shell = " ".join(map(M.shell_quote, mrun.argv("run", "--bundle", bundle, name)))
         r = subprocess.run(["/bin/sh", "-c", f"{shell} 3>{M.shell_quote(out)}"], env=mrun.env,
