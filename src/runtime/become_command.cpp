@@ -158,8 +158,7 @@ static Error exec_error(const std::string& name, int err) {
   switch (err) {
     case ENOENT:
       return Error(object + "no such file or directory", 0,
-                   "give a path that exists inside the container's root",
-                   exit_code::not_found);
+                   "give a path that exists inside the container's root", exit_code::not_found);
     case EISDIR:
       return Error(object + "is a directory", 0, "give the path of a program",
                    exit_code::cannot_execute);
