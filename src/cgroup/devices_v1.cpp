@@ -3,23 +3,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "base/error.hpp"
 #include "base/strings.hpp"
+#include "cgroup/v1_limits.hpp"
 #include "sys/fs.hpp"
 
 namespace mrun::cgroup {
 
 std::string find_devices_v1_mount(const std::string& mountinfo) {
-  for (const auto& line : split(mountinfo, '\n')) {
-    auto dash = line.find(" - ");
-    if (dash == std::string::npos) continue;
-    auto before = split(line.substr(0, dash), ' ');
-    auto after = split(line.substr(dash + 3), ' ');
-    if (before.size() < 5 || after.size() < 3 || after[0] != "cgroup") continue;
-    for (const auto& option : split(after[2], ',')) {
-      if (option == "devices") return before[4];
+  for (const auto& h : v1_hierarchies_from(mountinfo)) {
+    if (std::find(h.controllers.begin(), h.controllers.end(), "devices") != h.controllers.end()) {
+      return h.mount;
     }
   }
   return {};
