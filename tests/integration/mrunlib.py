@@ -170,6 +170,25 @@ def with_overlay(args):
     return [*args[:i + 1], "--overlay", OVERLAY, *rest]
 
 
+def run_command(argv, env, timeout, input=None, cwd=None, what=None):
+    """ARGV in a session of its own, stdin INPUT or /dev/null, its output captured: a
+    Result; an AssertionError with what it printed when it runs past TIMEOUT (a hang)."""
+    start = time.monotonic()
+    try:
+        p = subprocess.run(argv, input=input, capture_output=True, text=True,
+                           errors="replace", timeout=timeout, env=env, cwd=cwd,
+                           stdin=None if input is not None else subprocess.DEVNULL,
+                           start_new_session=True)
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
+        raise AssertionError(
+            f"{what or argv[0]} did not finish within {timeout}s (hang):\n"
+            f"$ {' '.join(map(shell_quote, argv))}\n--- stdout ---\n{out}\n--- stderr ---\n{err}"
+        ) from None
+    return Result(argv, p.returncode, p.stdout, p.stderr, time.monotonic() - start)
+
+
 class Mrun:
     """Runs the mrun binary with a time limit and a controlled environment.
 
@@ -183,22 +202,8 @@ class Mrun:
         return [MRUN, *self.global_args, *with_overlay([str(a) for a in args])]
 
     def __call__(self, *args, timeout=TIMEOUT, input=None, env=None, cwd=None):
-        argv = self.argv(*args)
-        start = time.monotonic()
-        try:
-            p = subprocess.run(argv, input=input, capture_output=True, text=True,
-                               errors="replace", timeout=timeout,
-                               env=self.env if env is None else env, cwd=cwd,
-                               stdin=None if input is not None else subprocess.DEVNULL,
-                               start_new_session=True)
-        except subprocess.TimeoutExpired as e:
-            out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
-            err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
-            raise AssertionError(
-                f"mrun did not finish within {timeout}s (hang):\n"
-                f"$ {' '.join(map(shell_quote, argv))}\n--- stdout ---\n{out}\n--- stderr ---\n{err}"
-            ) from None
-        return Result(argv, p.returncode, p.stdout, p.stderr, time.monotonic() - start)
+        return run_command(self.argv(*args), self.env if env is None else env, timeout,
+                           input=input, cwd=cwd, what="mrun")
 
     def popen(self, *args, env=None, **kw):
         kw.setdefault("stdin", subprocess.DEVNULL)

@@ -191,21 +191,7 @@ class Containerd:
         return [CTR, "-a", self.address, *(["-n", ns] if ns else []), *map(str, args)]
 
     def ctr(self, ns, *args, timeout=CTR_TIMEOUT, input=None):
-        argv = self.argv(ns, *args)
-        start = time.monotonic()
-        try:
-            p = subprocess.run(argv, input=input, capture_output=True, text=True,
-                               errors="replace", timeout=timeout, env=self.env,
-                               stdin=None if input is not None else subprocess.DEVNULL,
-                               start_new_session=True)
-        except subprocess.TimeoutExpired as e:
-            out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else e.stdout
-            err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else e.stderr
-            raise AssertionError(
-                f"ctr did not finish within {timeout}s (hang):\n"
-                f"$ {' '.join(map(M.shell_quote, argv))}\n--- stdout ---\n{out or ''}\n"
-                f"--- stderr ---\n{err or ''}") from None
-        return M.Result(argv, p.returncode, p.stdout, p.stderr, time.monotonic() - start)
+        return M.run_command(self.argv(ns, *args), self.env, timeout, input=input, what="ctr")
 
     def client(self, ns, runtime):
         """A Ctr for namespace NS (the image imported there) running RUNTIME."""

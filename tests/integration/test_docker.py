@@ -137,17 +137,7 @@ class Dockerd:
         return [DOCKER, *map(str, args)]
 
     def __call__(self, *args, timeout=DOCKER_TIMEOUT, input=None):
-        argv = self.argv(*args)
-        start = time.monotonic()
-        try:
-            p = subprocess.run(argv, input=input, capture_output=True, text=True,
-                               errors="replace", timeout=timeout, env=self.env,
-                               stdin=None if input is not None else subprocess.DEVNULL,
-                               start_new_session=True)
-        except subprocess.TimeoutExpired as e:
-            raise AssertionError(f"docker did not finish within {timeout}s (hang):\n"
-                                 f"$ {' '.join(map(M.shell_quote, argv))}") from None
-        return M.Result(argv, p.returncode, p.stdout, p.stderr, time.monotonic() - start)
+        return M.run_command(self.argv(*args), self.env, timeout, input=input, what="docker")
 
     def daemon_pid(self):
         with open(self.pidfile) as f:
