@@ -7,7 +7,7 @@
 #
 #   bench/compare-builds.sh OLD_MRUN [NEW_MRUN] [ROUNDS] [RUNS]   as root
 #     NEW_MRUN defaults to $MRUN_BUILD_DIR/src/mrun (build/), ROUNDS to 6, RUNS to 40
-#   e.g. the pre-redesign build (issue #17's "within 5% of today's"):
+#   e.g. the pre-redesign build:
 #     git worktree add --detach /var/tmp/mrun-old e21d33a && (cd /var/tmp/mrun-old && scripts/build.sh)
 #     bench/compare-builds.sh /var/tmp/mrun-old/build/src/mrun
 #

@@ -4,7 +4,7 @@
 # running container (sleep 1000), each with a state root that keeps no other container
 # and with one that keeps KEPT stopped ones (made by `mrun run --name keptN --network
 # none ROOTFS /bin/true`, no --rm), all four in one hyperfine run, and prints the ratio
-# kept/none for each. Issue 13's target: within 5% (a ratio of at most 1.05).
+# kept/none for each. The bar: within 5% (a ratio of at most 1.05).
 #
 #   bench/kept-containers.sh [RUNS] [KEPT]   as root (default RUNS=30, KEPT=300)
 #   MRUN_BUILD_DIR   build dir with src/mrun (default: build)

@@ -2,7 +2,7 @@
 # Start-to-exit latency of `mrun run --rm ROOTFS /bin/true` with the default seccomp
 # profile vs `--security-opt seccomp=unconfined`, as a ratio: does building (parse the
 # JSON, compile with libseccomp, export the BPF) and loading the filter dominate start-up?
-# Issue #4: cache the compiled filter if the ratio is above 1.2. It was (1.3 here), so
+# Cache the compiled filter if the ratio is above 1.2. It was (1.3 here), so
 # mrun caches it (src/security/seccomp_cache.hpp); "default-cold" removes the cache
 # before every run to show the price of compiling, "default" is what users get.
 #

@@ -24,7 +24,6 @@ std::string format_log_line(LogLevel level, const std::string& message, const ti
 class Logger {
  public:
   explicit Logger(bool debug = false) : debug_(debug) {}
-  bool debug_enabled() const noexcept { return debug_; }
   void set_debug(bool on) noexcept { debug_ = on; }
   // --log: an fd opened O_APPEND by main (kept open for the life of the process; a
   // Logger copied into a child keeps writing there).

@@ -92,12 +92,4 @@ std::optional<FilterFailure> attach_device_filter(const std::string& leaf,
   return std::nullopt;
 }
 
-int attached_device_programs(const std::string& leaf) {
-  UniqueFd cgroup(::open(leaf.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!cgroup) return -1;
-  __u32 count = 0;
-  if (bpf_prog_query(cgroup.get(), BPF_CGROUP_DEVICE, 0, nullptr, nullptr, &count) != 0) return -1;
-  return static_cast<int>(count);
-}
-
 }  // namespace mrun::cgroup

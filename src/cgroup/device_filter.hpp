@@ -27,7 +27,4 @@ struct FilterFailure {
 std::optional<FilterFailure> attach_device_filter(const std::string& leaf,
                                                   const std::vector<DeviceRule>& rules);
 
-// Device programs attached directly to LEAF (BPF_PROG_QUERY); -1 when it cannot be read.
-int attached_device_programs(const std::string& leaf);
-
 }  // namespace mrun::cgroup

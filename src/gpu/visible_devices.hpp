@@ -2,7 +2,7 @@
 //
 // The variable is read by this library inside the (untrusted) process: it hides
 // devices, it does not protect them; the device cgroup or not passing the node into
-// a container does that (ROOTLESS-GPU.md #11).
+// a container does that.
 #pragma once
 
 #include <optional>

@@ -1,4 +1,4 @@
-// `mrun run`'s flags as a runtime-spec config: the one model (DESIGN.md). What the spec
+// `mrun run`'s flags as a runtime-spec config: one model for every way in. What the spec
 // has a field for is written there, as podman writes it for the same flags (process,
 // root, hostname, mounts, namespaces, capabilities, noNewPrivileges, resources, masked
 // and read-only paths); what is mrun's own (the overlay over an image directory, the

@@ -2,7 +2,8 @@
 // structure), typed and resolved (src/oci/spec.hpp's to_container_config), plus what
 // `mrun run` adds that the spec has no field for (RunAdditions). There is one way in:
 // an OCI bundle's config.json, or the config `mrun run` builds from its flags
-// (src/oci/run_config.hpp), both converted by the same code (DESIGN.md, "One model").
+// (src/oci/run_config.hpp), both converted by the same code: one model of a container, whichever
+// way it came in.
 #pragma once
 
 #include <sys/types.h>

@@ -59,8 +59,9 @@ bool setgroups_allowed(const LaunchSpec& spec) {
 
 void drop_host_groups(const LaunchSpec& spec, bool may_setgroups) {
   // The caller's supplementary groups are unmapped in the namespace (they show as
-  // nogroup); drop them, as podman does. With a single-ID map setgroups is denied by
-  // the kernel and the groups stay (see ROOTLESS-GPU.md, row 3).
+  // nogroup); drop them, as podman does. With a single-ID map setgroups is denied by the
+  // kernel (a user namespace made without newgidmap has setgroups "deny") and the
+  // groups stay, so a group-owned node stays reachable through them.
   // --keep-groups keeps them (podman's --group-add keep-groups): the kernel checks a
   // node's group against the real kgid, so a root:fakegpu 0660 node stays usable.
   if (spec.config.keep_groups) return;

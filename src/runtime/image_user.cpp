@@ -54,10 +54,4 @@ std::optional<std::string> read_image_passwd() {
   return text;
 }
 
-gid_t primary_gid_in_image(uid_t uid, gid_t fallback) {
-  auto passwd = read_image_passwd();
-  if (!passwd) return fallback;
-  return primary_gid_in_passwd(*passwd, uid).value_or(fallback);
-}
-
 }  // namespace mrun::runtime

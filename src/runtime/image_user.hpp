@@ -24,8 +24,4 @@ std::optional<std::string> read_image_passwd();
 // The home directory of `uid` in passwd text (the sixth field), if listed with one.
 std::optional<std::string> home_in_passwd(const std::string& passwd, uid_t uid);
 
-// -u UID without a GID, after pivot_root (or setns into the container's mount
-// namespace): the uid's primary group in the current root's /etc/passwd, else `fallback`.
-gid_t primary_gid_in_image(uid_t uid, gid_t fallback);
-
 }  // namespace mrun::runtime

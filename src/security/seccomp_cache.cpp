@@ -25,8 +25,8 @@ constexpr char magic[] = "mrun-seccomp-cache 5\n";
 
 // The entry's file name: a hash of the key, eight bytes a step. Only a name: the whole
 // key stored in the entry is compared byte for byte before it is used, so a collision
-// costs a recompile, never a wrong filter. (FNV-1a, a byte a step over the ~20 KB key
-// of the default profile, was 40 us of every start.)
+// costs a recompile, never a wrong filter. (FNV-1a, a byte a step over the default
+// profile's key of some 20 KB, was a measurable part of every start.)
 std::uint64_t key_hash(const std::string& text) {
   std::uint64_t h = 0x9e3779b97f4a7c15ULL ^ text.size();
   auto mix = [&h](std::uint64_t word) {

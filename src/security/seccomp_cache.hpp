@@ -1,6 +1,6 @@
 // A cache of compiled seccomp programs. Compiling the default profile with libseccomp
-// takes ~45 ms here, which made start-up 1.3x slower than seccomp=unconfined
-// (bench/seccomp-start.sh); a cached program is read back in well under a millisecond.
+// is a large part of a start, measured against seccomp=unconfined by
+// bench/seccomp-start.sh (figures in bench/README.md); a cached program is only read back.
 //
 // Trust: the cache lives in the caller's own data dir (rootless: ~/.local/share/mrun,
 // rootful: /var/lib/mrun), in a 0700 directory that must be owned by the caller and

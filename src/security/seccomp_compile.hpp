@@ -24,7 +24,7 @@ struct SeccompTarget {
   // Whether the kernel runs x32 syscalls (sys::kernel_runs_x32_syscalls). Where it does
   // not (Debian's kernels, unless booted with syscall.x32=y), the archMap's x32
   // sub-architecture is left out: a third of the program, which the kernel must check
-  // and JIT at every start (about 2 us an instruction), for syscalls it refuses anyway.
+  // and JIT at every start, instruction by instruction, for syscalls it refuses anyway.
   // An x32 syscall then fails with ENOSYS, the kernel's own answer (the filter's action
   // for syscalls of an architecture it does not cover).
   bool x32_syscalls = true;

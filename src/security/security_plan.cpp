@@ -165,7 +165,7 @@ SecurityPlan prepare_security_plan(const SecurityOptions& options, uid_t contain
   target.kernel_flags = available_seccomp_flags();
   target.kernel_actions = available_seccomp_actions();
   // The same profile text for the same capabilities, kernel and libseccomp compiles to
-  // the same program: reuse it (compiling costs ~45 ms, a third of a start).
+  // the same program: reuse it (compiling is a large part of a start: bench/README.md).
   const std::string key = seccomp_cache_key(text, target);
   plan.seccomp = load_cached_seccomp(cache_dir, key, log);
   if (plan.seccomp) {

@@ -1,7 +1,7 @@
 // Spare network namespaces, made ahead by the shared user namespace's holder
 // (shared_userns.hpp), so that a container's start does not wait for the kernel to make
 // one: a new network namespace (its loopback device, sysctl tables, netfilter state) is
-// about 0.6 ms of CPU, the largest part of cloning a container into its namespaces.
+// the largest part of cloning a container into its namespaces (bench/README.md).
 //
 // The holder lives in a network namespace of its own ("home", made by it, owned by the
 // shared user namespace) and keeps one spare, made by unshare(CLONE_NEWNET), opened,

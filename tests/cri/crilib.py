@@ -1,4 +1,4 @@
-"""A CRI client and a containerd of the test's own with its CRI plugin (issue #14).
+"""A CRI client and a containerd of the test's own with its CRI plugin.
 
 The kubelet is not packaged for Debian 12, so the tests speak CRI themselves: the
 messages of tests/cri/cri_api.proto (the project's own subset of runtime.v1), compiled

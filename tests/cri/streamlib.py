@@ -1,4 +1,4 @@
-"""A client of the CRI's streaming server, as kubectl exec/attach reach it (issue #14).
+"""A client of the CRI's streaming server, as kubectl exec/attach reach it.
 
 CRI Exec and Attach do not stream themselves: they answer a URL on the daemon's
 streaming server (containerd 1.6: http://127.0.0.1:PORT/exec/TOKEN, a one-time token),

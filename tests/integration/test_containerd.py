@@ -1,4 +1,4 @@
-"""A real engine: containerd 1.6 driving mrun through its runc shim (issue #17).
+"""A real engine: containerd 1.6 driving mrun through its runc shim.
 
 Every case runs twice, with the same expectation: `ctr run --runtime io.containerd.runc.v2
 --runc-binary BINARY` with BINARY runc (/usr/sbin/runc, the reference) and mrun. ctr's

@@ -1,4 +1,4 @@
-"""Isolation policy (issue #4): capabilities, no_new_privs, the seccomp profile,
+"""Isolation policy: capabilities, no_new_privs, the seccomp profile,
 and an escape suite run inside the container by mrun-probe.
 
 Every check reads what the kernel says (/proc/self/status, the errno of a

@@ -275,7 +275,7 @@ def test_spec_refuses_to_overwrite_and_features_is_honest(mrun, tmp_path):
     assert features["linux"]["mountExtensions"] == {"idmap": {"enabled": M.ROOTFUL}}, features
 
 
-# ---- exec, ps, tty, hooks, stdio, fds, errors (issue #8's runtime command line) ----
+# ---- exec, ps, tty, hooks, stdio, fds, errors (the runtime command line engines use) ----
 
 def _running(mrun, bundle, name, **create):
     M.assert_rc(_create(mrun, "--bundle", bundle, name, **create))

@@ -6,7 +6,7 @@
 #
 # Host side of tests/vm/guest/integration.sh. The integration suite runs on the
 # host's kernel (6.18 here); a stock Debian 12 runs 6.1, where rootless
-# fuse-overlayfs once failed while it passed on the host (issue 15). So the tests
+# fuse-overlayfs once failed while it passed on the host. So the tests
 # named below run in the guest through tests/integration/run.sh, rootless (as
 # mrun-test, tmpfs home, a delegated cgroup v2 subtree) and rootful, once with
 # MRUN_IT_OVERLAY=native and once with fuse, followed by the issue's two faults
@@ -53,7 +53,7 @@ tests=(
     test_tap0_address_and_default_route
     test_none_keeps_only_lo
     test_publish_tcp_reaches_httpd
-    # cgroup v2 limits (the OOM kill of issue 15 item 15, with each overlay)
+    # cgroup v2 limits (the OOM kill, with each overlay)
     test_oom_kill_is_reported_and_exits_137
     test_limits_are_visible_in_the_containers_own_cgroup
 )

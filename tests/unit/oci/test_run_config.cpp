@@ -1,5 +1,5 @@
 // oci/run_config: `mrun run`'s flags as a runtime-spec config, and that config through
-// the same conversion as a bundle's (the one model, DESIGN.md).
+// the same conversion as a bundle's (one model for every way in).
 #include <linux/capability.h>
 
 #include <algorithm>

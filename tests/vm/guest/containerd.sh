@@ -14,7 +14,7 @@
 # mrun, as it has no cgroup namespace); `ctr task metrics` reports that cgroup's figures (pids.current of
 # the three processes the container runs, non-zero memory); pause freezes the cgroup
 # and resume thaws it; kill and delete leave no cgroup, task or runtime state. These
-# are the parts of issue #17's containerd tests that need cgroup v2 controllers, which
+# are the parts of the containerd tests that need cgroup v2 controllers, which
 # the host (hybrid) lacks. Prints TAP and copies it to $MRUN_VM_OUT/containerd.tap;
 # exits 1 if any test failed.
 set -u

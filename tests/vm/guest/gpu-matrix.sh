@@ -1,5 +1,5 @@
 #!/bin/bash
-# gpu-matrix.sh - `mrun gpu matrix` and `mrun gpu doctor` (issue #7). Runs INSIDE the
+# gpu-matrix.sh - `mrun gpu matrix` and `mrun gpu doctor`. Runs INSIDE the
 # VM guest, as root (tests/vm/gpu-matrix-suite.sh boots it with tests/vm/run-in-vm.sh).
 #
 #   gpu-matrix.sh --ko PATH --mrun PATH --helper PATH --gpu-dir DIR [--markdown FILE]

@@ -1,5 +1,5 @@
 #!/bin/bash
-# gpu.sh - the GPU passthrough suite (issue #7, first part). Runs INSIDE the VM
+# gpu.sh - the GPU passthrough suite. Runs INSIDE the VM
 # guest, as root (tests/vm/gpu-suite.sh boots it with tests/vm/run-in-vm.sh).
 #
 #   gpu.sh --ko PATH --mrun PATH --helper PATH --gpu-dir DIR
@@ -240,7 +240,7 @@ fi
 
 # ---------------------------------------------------------------- device filter, rootful
 # cgroup v2 is pure here: with cgroups enabled every container gets a leaf and mrun
-# attaches its BPF device filter to it (issue #7). One container per property.
+# attaches its BPF device filter to it. One container per property.
 chmod 0666 /dev/fakegpu1
 fr=(run --rm --network none)
 expect_exit "rootful --gpu 0 with the filter: the client passes, /dev/fakegpu1 bound with -v is EPERM" 0 \

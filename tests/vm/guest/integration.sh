@@ -8,7 +8,7 @@
 # Runs tests/integration/run.sh (the host's runner: it stages the binaries and the
 # suite, and runs pytest as the unprivileged mrun-test and as root) once per mode
 # and overlay, the tests NAMEd (pytest -k), with MRUN_IT_OVERLAY set to each
-# overlay. The rootless user's home is a tmpfs (as in issue 15's report) and the
+# overlay. The rootless user's home is a tmpfs and the
 # runs start in a cgroup v2 subtree delegated to it, so test_cgroups.py's limits,
 # the OOM kill included, run too. Then, outside pytest, the two faults the issue
 # found on this kernel: rootless fuse-overlayfs with a tmpfs home, and the
@@ -201,9 +201,9 @@ as_user() {
 output=$(as_user "$M" run --rm --network none --overlay fuse "$ROOTFS" /bin/echo ok 2>&1)
 rc=$?
 if [[ $rc == 0 && $output == ok ]]; then
-    ok "rootless, tmpfs home: --overlay fuse runs /bin/echo ok (issue 15 item 16)"
+    ok "rootless, tmpfs home: --overlay fuse runs /bin/echo ok"
 else
-    not_ok "rootless, tmpfs home: --overlay fuse runs /bin/echo ok (issue 15 item 16)" "exit $rc" "$output"
+    not_ok "rootless, tmpfs home: --overlay fuse runs /bin/echo ok" "exit $rc" "$output"
 fi
 
 output=$(as_user env XDG_DATA_HOME="$ovl_data" "$M" --debug run --rm --network none "$ROOTFS" \
@@ -219,7 +219,7 @@ output=$(as_user env XDG_DATA_HOME="$ovl_data" "$M" run --rm --network none --me
     /bin/hog 300 2>&1)
 rc=$?
 if [[ $rc == 137 ]] && grep -q "OOM killer" <<<"$output" && ! grep -q '^done' <<<"$output"; then
-    ok "rootless, delegated, data dir on an overlayfs (fuse): --memory 100M hog 300 is OOM-killed, exit 137 (issue 15 item 15)"
+    ok "rootless, delegated, data dir on an overlayfs (fuse): --memory 100M hog 300 is OOM-killed, exit 137"
 else
     not_ok "rootless, delegated, data dir on an overlayfs (fuse): --memory 100M hog 300 exits 137" \
         "exit $rc" "$(tail -n 5 <<<"$output")"
