@@ -31,7 +31,7 @@ want() { [[ " $suites " == *" $1 "* ]]; }
 
 # The README's two commands in order: scripts/demo.sh (as root) installs mrun and its
 # setuid mrun-gpu-helper into /usr/local, then this script runs. Once, the tests' mrun
-# found that installed helper and vm-gpu failed (issue 15). So install here too, as
+# found that installed helper and vm-gpu failed. So install here too, as
 # demo.sh does, before the suites that start containers: they must use the build
 # dir's binaries and pass with an install present. The TAP line makes a missing
 # install (no setuid helper to trip over) a failure rather than a proof of nothing.
@@ -76,6 +76,8 @@ if want man; then
 fi
 if want format; then
   run_suite format scripts/check-format.sh "$MRUN_RESULTS_DIR/format.tap"
+  # and the layering rules the compiler cannot see (only src/sys mounts, setns, ...)
+  run_suite layers scripts/check-layers.sh "$MRUN_RESULTS_DIR/layers.tap"
 fi
 if want fuzz; then
   # Its own clang build (build-fuzz), then each target for $MRUN_FUZZ_SECONDS (20).
@@ -99,7 +101,7 @@ copy_checkout() {
   fi
 }
 # The fakegpu VM suite again, from a copy of the checkout under /tmp. Such a checkout
-# once failed every VM suite (issue 15 item 2): the guest mounts its own tmpfs on
+# once failed every VM suite: the guest mounts its own tmpfs on
 # /tmp, which hid the scripts the host named by absolute path. The copy gets the
 # suite's programs from the build dir (not the whole build: seconds, not minutes)
 # and builds fakegpu.ko itself; the fuzzer runs 5 s instead of 20 to keep this cheap.

@@ -1,11 +1,10 @@
 #include "mount/overlay.hpp"
 
-#include <sys/mount.h>
-
 #include <cerrno>
 #include <cstring>
 
 #include "base/error.hpp"
+#include "sys/syscalls.hpp"
 
 namespace mrun::mount {
 
@@ -55,8 +54,8 @@ std::string try_native_overlay(const OverlayLayers& layers, bool in_user_namespa
   int err = 0;
   for (const Try& t : tries) {
     std::string data = overlay_mount_data(layers, t.userxattr, t.volatile_upper);
-    if (::mount("overlay", layers.merged.c_str(), "overlay", 0, data.c_str()) == 0) return "";
-    err = errno;
+    err = sys::try_mount("overlay", layers.merged.c_str(), "overlay", 0, data.c_str());
+    if (err == 0) return "";
     if (err != EINVAL) break;
   }
   return std::string("mount overlay on ") + layers.merged + ": " + std::strerror(err);

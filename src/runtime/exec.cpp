@@ -25,6 +25,7 @@
 #include "runtime/supervise.hpp"
 #include "runtime/sync_channel.hpp"
 #include "security/security_plan.hpp"
+#include "sys/fd_passing.hpp"
 #include "sys/fs.hpp"
 #include "sys/syscalls.hpp"
 

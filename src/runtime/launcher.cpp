@@ -41,6 +41,7 @@
 #include "runtime/storage.hpp"
 #include "runtime/supervise.hpp"
 #include "runtime/sync_channel.hpp"
+#include "sys/fd_passing.hpp"
 #include "sys/fs.hpp"
 #include "sys/mount_fd.hpp"
 #include "sys/spawn.hpp"
@@ -453,22 +454,20 @@ struct NamespaceEntry {
 template <typename Body>
 int enter_and_clone(void* raw, const sigset_t& original_mask) {
   auto* entry = static_cast<NamespaceEntry<Body>*>(raw);
-  if (::setns(entry->ns_fd, entry->nstype) != 0) {
-    entry->error = errno;
+  if (int err = sys::setns_fd(entry->ns_fd, entry->nstype); err != 0) {
+    entry->error = err;
     return 1;
   }
   unsigned long long flags = entry->flags & ~static_cast<unsigned long long>(entry->nstype);
   // Born in the spare instead of a network namespace made now; should the kernel refuse
   // it, the container gets a new one after all.
   if (entry->spare_net_fd >= 0 && (flags & CLONE_NEWNET) != 0 &&
-      ::setns(entry->spare_net_fd, CLONE_NEWNET) == 0) {
+      sys::setns_fd(entry->spare_net_fd, CLONE_NEWNET) == 0) {
     flags &= ~static_cast<unsigned long long>(CLONE_NEWNET);
   }
-  struct clone_args args {};
-  args.flags = flags | CLONE_PARENT;
-  long pid = ::syscall(SYS_clone3, &args, sizeof args);
+  long pid = sys::raw_clone3(flags | CLONE_PARENT);
   if (pid < 0) {
-    entry->error = errno;
+    entry->error = static_cast<int>(-pid);
     return 1;
   }
   if (pid == 0) {
@@ -943,7 +942,8 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   if (network) network->watch(ctx.log);
   // While the command runs (time in which the monitor only waits), ready a kept storage
   // for a later container (runtime/storage.hpp). Not while the container mounts its
-  // root: the rmdirs' discards on the same filesystem made its overlay mount 2 ms slower.
+  // root: the rmdirs' discards on the same filesystem slow its overlay mount down
+  // (bench/README.md).
   if (!storage.empty()) {
     try {
       tidy_spare_storage(ctx);

@@ -16,7 +16,7 @@
 
 namespace mrun::runtime {
 
-std::vector<pid_t> processes_in_pid_namespace(const std::string& proc, dev_t dev, ino_t ino) {
+std::vector<pid_t> processes_in_pid_namespace(const std::string& proc, const struct stat& ns) {
   std::vector<pid_t> pids;
   DIR* dir = ::opendir(proc.c_str());
   if (dir == nullptr) throw_errno("list " + proc);
@@ -26,7 +26,7 @@ std::vector<pid_t> processes_in_pid_namespace(const std::string& proc, dev_t dev
     struct stat st {};
     // Another user's process: EACCES, and not ours to list anyway.
     if (::stat((proc + "/" + entry->d_name + "/ns/pid").c_str(), &st) != 0) continue;
-    if (st.st_dev == dev && st.st_ino == ino) pids.push_back(static_cast<pid_t>(*pid));
+    if (sys::same_inode(st, ns)) pids.push_back(static_cast<pid_t>(*pid));
   }
   ::closedir(dir);
   std::sort(pids.begin(), pids.end());
@@ -60,7 +60,7 @@ std::vector<pid_t> container_processes(const ContainerState& state) {
   struct stat st {};
   std::string ns = "/proc/" + std::to_string(state.pid) + "/ns/pid";
   if (::stat(ns.c_str(), &st) != 0) throw_errno("read the pid namespace of " + state.name);
-  return processes_in_pid_namespace("/proc", st.st_dev, st.st_ino);
+  return processes_in_pid_namespace("/proc", st);
 }
 
 namespace {

@@ -2,6 +2,7 @@
 // `pause` and `resume`.
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <string>
@@ -17,9 +18,9 @@ namespace mrun::runtime {
 // container always has a pid namespace of its own).
 std::vector<pid_t> container_processes(const ContainerState& state);
 
-// Pids of the processes in /proc whose pid namespace is `ns` (st_dev, st_ino of
+// Pids of the processes in /proc whose pid namespace is `ns` (the stat of a
 // /proc/PID/ns/pid); `proc` is the procfs root (tests pass /proc too).
-std::vector<pid_t> processes_in_pid_namespace(const std::string& proc, dev_t dev, ino_t ino);
+std::vector<pid_t> processes_in_pid_namespace(const std::string& proc, const struct stat& ns);
 
 // cgroup v2 cgroup.freeze of the container's leaf, or on cgroup v1 its group's
 // freezer.state. Throws (125) saying why when it has neither: the freezer needs one.

@@ -5,6 +5,7 @@
 
 #include "base/error.hpp"
 #include "runtime/state.hpp"
+#include "sys/fd_passing.hpp"
 #include "sys/syscalls.hpp"
 
 namespace mrun::runtime {

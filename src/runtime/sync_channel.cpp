@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "base/error.hpp"
-#include "sys/syscalls.hpp"
+#include "sys/fd_passing.hpp"
 
 namespace mrun::runtime {
 
@@ -82,62 +82,24 @@ int SyncSocket::send_fd_only(std::uint32_t type, int fd) const noexcept {
   std::int32_t value = 0;
   std::memcpy(header, &type, 4);
   std::memcpy(header + 4, &value, 4);
-  struct iovec iov {
-    header, sizeof header
-  };
-  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  struct msghdr msg {};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  struct cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
-  cmsg->cmsg_level = SOL_SOCKET;
-  cmsg->cmsg_type = SCM_RIGHTS;
-  cmsg->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(cmsg), &fd, sizeof(int));
-  while (::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL) < 0) {
-    if (errno != EINTR) return errno;
-  }
-  return 0;
+  return sys::try_send_with_fd(fd_.get(), std::string_view(header, sizeof header), fd);
 }
 
 std::optional<SyncSocket::Raw> SyncSocket::receive() const {
   std::vector<char> buf(max_message);
-  struct iovec iov {
-    buf.data(), buf.size()
-  };
-  struct msghdr msg {};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  alignas(
-      struct cmsghdr) char control[CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(struct ucred))] = {};
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  ssize_t n;
-  while ((n = ::recvmsg(fd_.get(), &msg, MSG_CMSG_CLOEXEC)) < 0) {
-    if (errno == ECONNRESET) return std::nullopt;
-    if (errno != EINTR) throw_errno("receive setup message");
-  }
-  if (n == 0) return std::nullopt;
+  // The fd is taken whatever else is wrong with the message: closed, not leaked.
+  sys::ReceivedMessage got = sys::receive_with_fd(fd_.get(), buf.data(), buf.size());
+  if (got.size < 0 && got.err == ECONNRESET) return std::nullopt;
+  if (got.size < 0) throw_errno(got.err, "receive setup message");
+  if (got.size == 0) return std::nullopt;
+  const auto n = static_cast<std::size_t>(got.size);
   Raw message;
-  // The fd first: whatever else is wrong with the message, it is closed, not leaked.
-  for (struct cmsghdr* cmsg = CMSG_FIRSTHDR(&msg); cmsg != nullptr;
-       cmsg = CMSG_NXTHDR(&msg, cmsg)) {
-    if (cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_RIGHTS) {
-      int fd = -1;
-      std::memcpy(&fd, CMSG_DATA(cmsg), sizeof(int));
-      message.fd.reset(fd);
-    } else if (cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_CREDENTIALS) {
-      struct ucred cred {};
-      std::memcpy(&cred, CMSG_DATA(cmsg), sizeof cred);
-      message.sender = cred.pid;
-    }
-  }
-  if (static_cast<std::size_t>(n) < header_size) throw Error("short setup message", EPROTO);
+  message.fd = std::move(got.fd);
+  message.sender = got.sender;
+  if (n < header_size) throw Error("short setup message", EPROTO);
   std::memcpy(&message.type, buf.data(), 4);
   std::memcpy(&message.value, buf.data() + 4, 4);
-  message.text.assign(buf.data() + header_size, static_cast<std::size_t>(n) - header_size);
+  message.text.assign(buf.data() + header_size, n - header_size);
   return message;
 }
 

@@ -254,6 +254,18 @@ bool remove_tree(const std::string& path) {
   return ::rmdir(path.c_str()) == 0 && ok;
 }
 
+bool same_inode(int fd_a, int fd_b) noexcept {
+  struct stat a {
+  }, b{};
+  return ::fstat(fd_a, &a) == 0 && ::fstat(fd_b, &b) == 0 && same_inode(a, b);
+}
+
+bool same_inode(int fd, const std::string& path) noexcept {
+  struct stat a {
+  }, b{};
+  return ::fstat(fd, &a) == 0 && ::stat(path.c_str(), &b) == 0 && same_inode(a, b);
+}
+
 bool exists(const std::string& path) {
   struct stat st {};
   return ::lstat(path.c_str(), &st) == 0;

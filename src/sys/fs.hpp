@@ -1,6 +1,7 @@
 // File helpers: whole-file reads and writes, atomic replacement, directory trees.
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <optional>
@@ -43,6 +44,16 @@ bool remove_tree(const std::string& path);
 bool remove_children_of(int dir_fd);
 // The names in the directory DIR_FD (read from its current offset), without . and ..
 std::vector<std::string> directory_entries(int dir_fd);
+// Whether two stat results are one file: the same device and inode. The one identity
+// check for files, namespaces (nsfs inodes) and records.
+inline bool same_inode(const struct stat& a, const struct stat& b) noexcept {
+  return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+// The same for two open files; false when either cannot be read.
+bool same_inode(int fd_a, int fd_b) noexcept;
+// The same for an open file and what PATH (followed) names now; false when either
+// cannot be read.
+bool same_inode(int fd, const std::string& path) noexcept;
 bool exists(const std::string& path);
 bool is_dir(const std::string& path);
 // Search PATH for an executable, like execvp: "" when not found.

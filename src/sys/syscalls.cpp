@@ -49,35 +49,15 @@ void mount(const std::string& source, const std::string& target, const std::stri
   }
 }
 
+int try_mount(const char* source, const char* target, const char* fstype, unsigned long flags,
+              const char* data) noexcept {
+  return ::mount(source, target, fstype, flags, data) == 0 ? 0 : errno;
+}
+
 void bind_mount(const std::string& source, const std::string& target, bool recursive) {
   unsigned long flags = MS_BIND | (recursive ? MS_REC : 0);
   if (::mount(source.c_str(), target.c_str(), nullptr, flags, nullptr) != 0) {
     throw_errno("bind mount " + source + " on " + target);
-  }
-}
-
-void remount_bind_readonly(const std::string& target) {
-  struct statvfs st {};
-  if (::statvfs(target.c_str(), &st) != 0) throw_errno("statvfs " + target);
-  unsigned long keep = 0;
-  if (st.f_flag & ST_NOSUID) keep |= MS_NOSUID;
-  if (st.f_flag & ST_NODEV) keep |= MS_NODEV;
-  if (st.f_flag & ST_NOEXEC) keep |= MS_NOEXEC;
-  if (st.f_flag & ST_NOATIME) keep |= MS_NOATIME;
-  if (st.f_flag & ST_NODIRATIME) keep |= MS_NODIRATIME;
-  if (st.f_flag & ST_RELATIME) keep |= MS_RELATIME;
-  if (::mount(nullptr, target.c_str(), nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY | keep, nullptr) !=
-      0) {
-    throw_errno("remount " + target + " read-only");
-  }
-}
-
-void make_tree_readonly(const std::string& target) {
-  struct mount_attr attr {};
-  attr.attr_set = MOUNT_ATTR_RDONLY;
-  if (::syscall(SYS_mount_setattr, AT_FDCWD, target.c_str(), AT_RECURSIVE, &attr, sizeof attr) !=
-      0) {
-    throw_errno("make " + target + " read-only (recursive)");
   }
 }
 
@@ -122,56 +102,6 @@ int join_session_keyring(const std::string& name) {
   return 0;
 }
 
-void send_fd_to_socket(const std::string& path, int fd, const std::string& name) {
-  UniqueFd sock(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!sock) throw_errno("socket for --console-socket");
-  struct sockaddr_un addr {};
-  addr.sun_family = AF_UNIX;
-  if (path.size() >= sizeof addr.sun_path) {
-    throw Error("--console-socket " + path + ": path too long", ENAMETOOLONG);
-  }
-  std::memcpy(addr.sun_path, path.c_str(), path.size());
-  if (::connect(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    throw_errno("connect to --console-socket " + path, "the socket must be listening");
-  }
-  send_with_fd(sock.get(), name, fd, "send the pty master to --console-socket " + path);
-}
-
-UniqueFd connect_unix_socket(const std::string& path) {
-  struct sockaddr_un addr {};
-  addr.sun_family = AF_UNIX;
-  if (path.size() >= sizeof addr.sun_path) throw_errno(ENAMETOOLONG, "connect to " + path);
-  std::memcpy(addr.sun_path, path.c_str(), path.size());
-  UniqueFd sock(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!sock) throw_errno("socket to connect to " + path);
-  if (::connect(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    throw_errno("connect to " + path);
-  }
-  return sock;
-}
-
-void send_with_fd(int sock, std::string_view data, int fd, const std::string& what) {
-  struct iovec iov {
-    const_cast<char*>(data.data()), data.size()
-  };
-  struct msghdr msg {};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  if (fd >= 0) {
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    struct cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
-    cmsg->cmsg_level = SOL_SOCKET;
-    cmsg->cmsg_type = SCM_RIGHTS;
-    cmsg->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(cmsg), &fd, sizeof(int));
-  }
-  while (::sendmsg(sock, &msg, MSG_NOSIGNAL) < 0) {
-    if (errno != EINTR) throw_errno(what);
-  }
-}
-
 bool same_namespace(pid_t pid, const std::string& type) {
   struct stat self {
   }, other{};
@@ -179,7 +109,7 @@ bool same_namespace(pid_t pid, const std::string& type) {
   std::string theirs = "/proc/" + std::to_string(pid) + "/ns/" + type;
   if (::stat(mine.c_str(), &self) != 0) throw_errno("stat " + mine);
   if (::stat(theirs.c_str(), &other) != 0) throw_errno("stat " + theirs);
-  return self.st_dev == other.st_dev && self.st_ino == other.st_ino;
+  return same_inode(self, other);
 }
 
 void hold_fd_slots(int count) {
@@ -262,8 +192,8 @@ void set_domainname(const std::string& name) {
   if (::setdomainname(name.data(), name.size()) != 0) throw_errno("set domain name " + name);
 }
 
-void set_no_new_privs() {
-  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) throw_errno("set no_new_privs");
+int try_unshare(int flags) noexcept {
+  return ::unshare(flags) == 0 ? 0 : errno;
 }
 
 void unshare_namespaces(int flags, const std::string& what, const std::string& fix) {
@@ -352,6 +282,13 @@ void throw_process_creation_error(int err, const std::string& what) {
               "end some of the user's processes");
 }
 
+long raw_clone3(unsigned long long flags) noexcept {
+  struct clone_args args {};
+  args.flags = flags;
+  long pid = ::syscall(SYS_clone3, &args, sizeof args);
+  return pid < 0 ? -errno : pid;
+}
+
 CloneResult clone_with_pidfd(unsigned long long flags, int exit_signal) {
   int pidfd = -1;
   struct clone_args args {};
@@ -421,7 +358,7 @@ int namespace_type(int fd) {
   return type < 0 ? 0 : type;
 }
 
-int setns_fd(int fd, int nstype) {
+int setns_fd(int fd, int nstype) noexcept {
   return ::setns(fd, nstype) == 0 ? 0 : errno;
 }
 

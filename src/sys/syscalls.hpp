@@ -18,12 +18,9 @@ namespace mrun::sys {
 void mount(const std::string& source, const std::string& target, const std::string& fstype,
            unsigned long flags, const std::string& data, const std::string& what);
 void bind_mount(const std::string& source, const std::string& target, bool recursive);
-// Remount an existing bind mount read-only, keeping the flags the kernel locked when
-// the mount was copied into our user namespace (nosuid, nodev, noexec, atime): asking
-// to clear a locked flag would fail with EPERM.
-void remount_bind_readonly(const std::string& target);
-// Recursively read-only (mount_setattr AT_RECURSIVE), for rbind'ed trees like /sys.
-void make_tree_readonly(const std::string& target);
+// mount(2) as a question: 0 or the errno, for callers that try several ways in turn.
+int try_mount(const char* source, const char* target, const char* fstype, unsigned long flags,
+              const char* data) noexcept;
 void make_rprivate(const std::string& target);
 void umount_detach(const std::string& target);
 // pivot_root(".", ".") in `new_root`, then detach the old root: afterwards nothing of
@@ -39,17 +36,6 @@ void move_root_into(const std::string& new_root);
 // never shares the caller's keys. Returns the errno (0 on success): ENOSYS/EPERM/EACCES
 // (no keyrings, or a seccomp filter of an outer container) are the caller's to judge.
 int join_session_keyring(const std::string& name);
-
-// --console-socket: connects to the unix socket at `path` and sends `fd` in one
-// SCM_RIGHTS message whose data is `name` (runc sends the pty master so, named
-// "/dev/ptmx"; conmon and podman read it that way).
-void send_fd_to_socket(const std::string& path, int fd, const std::string& name);
-// A SOCK_STREAM connection to the unix socket at `path` (O_CLOEXEC). Throws an Error
-// "connect to PATH: <errno>" (ENAMETOOLONG for a path no sockaddr_un holds).
-UniqueFd connect_unix_socket(const std::string& path);
-// One sendmsg of DATA on a connected unix socket, carrying FD (SCM_RIGHTS) unless it is
-// negative; retried on EINTR, never SIGPIPE. WHAT names the step in the error.
-void send_with_fd(int sock, std::string_view data, int fd, const std::string& what);
 
 // Whether this process and `pid` are in the same namespace of `type` ("user", "mnt", ...):
 // setns refuses to join one's own user namespace, so exec asks first.
@@ -79,10 +65,11 @@ void write_proc_sys(const std::string& relative, const std::string& value);
 
 void set_hostname(const std::string& name);
 void set_domainname(const std::string& name);
-void set_no_new_privs();
 void set_parent_death_signal(int sig);
 // unshare(2) of `flags`; throws naming `what` and `fix`.
 void unshare_namespaces(int flags, const std::string& what, const std::string& fix = {});
+// unshare(2) as a question: 0 or the errno.
+int try_unshare(int flags) noexcept;
 // personality(2): the execution domain (PER_LINUX, PER_LINUX32), kept across execve.
 void set_personality(unsigned long persona);
 // set_mempolicy(2) of `mode` (MPOL_*, MPOL_F_* or'ed in) over the nodes whose bits
@@ -112,6 +99,9 @@ struct CloneResult {
 // it; clone3 then wants exit_signal 0 (EINVAL otherwise) and the child gets the
 // caller's own exit signal.
 CloneResult clone_with_pidfd(unsigned long long flags, int exit_signal);
+// clone3 with FLAGS alone, fork semantics: the child's pid (0 in the child), or minus the
+// errno. Only a system call, so a vfork child (sys::run_in_vfork_child) may make it.
+long raw_clone3(unsigned long long flags) noexcept;
 // Throws the Error of a failed fork, clone or clone3 (ERR): EAGAIN there is nearly always
 // the caller's RLIMIT_NPROC (a login's `ulimit -u`), which the message then names.
 [[noreturn]] void throw_process_creation_error(int err, const std::string& what);
@@ -129,7 +119,7 @@ void wait_pidfd_exit(int pidfd);
 void setns_pidfd(int pidfd, int nstypes, const std::string& what);
 // setns(fd, nstype) on a namespace file; returns the errno (0 on success), so that the
 // caller can name the namespace and the fix.
-int setns_fd(int fd, int nstype);
+int setns_fd(int fd, int nstype) noexcept;
 // The CLONE_NEW* kind of the namespace `fd` refers to (ioctl NS_GET_NSTYPE); 0 when it is
 // no namespace.
 int namespace_type(int fd);

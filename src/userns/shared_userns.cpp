@@ -55,13 +55,6 @@ std::vector<IdMapEntry> parse_map(const std::string& text) {
   return entries;
 }
 
-bool same_inode(int fd, const char* path) {
-  struct stat a {
-  }, b{};
-  return ::fstat(fd, &a) == 0 && ::stat(path, &b) == 0 && a.st_ino == b.st_ino &&
-         a.st_dev == b.st_dev;
-}
-
 // The process the record names, checked to be a living holder of the caller's: its
 // user namespace, pidfd and maps; an invalid ns and *why say what did not hold.
 struct RecordedHolder {
@@ -110,7 +103,7 @@ RecordedHolder recorded_holder(const std::string& record, std::string* why) {
   uid_t owner = static_cast<uid_t>(-1);
   UniqueFd parent(::ioctl(ns.get(), NS_GET_PARENT));
   if (::ioctl(ns.get(), NS_GET_OWNER_UID, &owner) != 0 || owner != ::getuid() || !parent ||
-      !same_inode(parent.get(), "/proc/self/ns/user")) {
+      !sys::same_inode(parent.get(), "/proc/self/ns/user")) {
     *why = "pid " + std::to_string(pid) + " is not in a user namespace the caller made";
     return h;
   }

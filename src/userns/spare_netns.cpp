@@ -14,19 +14,13 @@
 #include <string_view>
 
 #include "base/error.hpp"
+#include "sys/fd_passing.hpp"
+#include "sys/fs.hpp"
 #include "sys/syscalls.hpp"
 
 namespace mrun::userns {
 
 namespace {
-
-bool socket_address(const std::string& path, struct sockaddr_un* addr) {
-  *addr = {};
-  addr->sun_family = AF_UNIX;
-  if (path.size() >= sizeof addr->sun_path) return false;
-  std::memcpy(addr->sun_path, path.c_str(), path.size());
-  return true;
-}
 
 UniqueFd open_own_network_namespace() {
   return UniqueFd(::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC));
@@ -41,7 +35,7 @@ std::string spare_netns_socket_path(const std::string& state_root) {
 UniqueFd listen_for_spare_requests(const std::string& state_root) {
   const std::string path = spare_netns_socket_path(state_root);
   struct sockaddr_un addr {};
-  if (!socket_address(path, &addr)) return {};
+  if (!sys::unix_address(path, &addr)) return {};
   UniqueFd sock(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
   if (!sock) return {};
   // A previous holder's (gone, or replaced along with its record): ours from now on.
@@ -55,17 +49,17 @@ UniqueFd listen_for_spare_requests(const std::string& state_root) {
 }
 
 SpareNetworkNamespaces::SpareNetworkNamespaces() {
-  if (::unshare(CLONE_NEWNET) != 0) return;
+  if (sys::try_unshare(CLONE_NEWNET) != 0) return;
   home_ = open_own_network_namespace();
   make_spare();
 }
 
 void SpareNetworkNamespaces::make_spare() {
   spare_.reset();
-  if (!home_ || ::unshare(CLONE_NEWNET) != 0) return;
+  if (!home_ || sys::try_unshare(CLONE_NEWNET) != 0) return;
   UniqueFd made = open_own_network_namespace();
   // Its loopback up now, as every container in a new network namespace has it: that
-  // (0.1 ms: the device's IPv4 and IPv6 addresses and routes) is then the holder's, not
+  // (the device's IPv4 and IPv6 addresses and routes) is then the holder's, not
   // the container's, setup. Where it fails, the container brings it up itself.
   try {
     sys::bring_loopback_up();
@@ -73,7 +67,7 @@ void SpareNetworkNamespaces::make_spare() {
   }
   // Back home before the spare can be handed out; if that fails the holder would sit in
   // what it hands out: no more spares then.
-  if (::setns(home_.get(), CLONE_NEWNET) != 0) {
+  if (sys::setns_fd(home_.get(), CLONE_NEWNET) != 0) {
     home_.reset();
     return;
   }
@@ -104,7 +98,7 @@ void SpareNetworkNamespaces::serve(int listen_fd) {
 
 UniqueFd ask_for_spare_network_namespace(const std::string& state_root) {
   struct sockaddr_un addr {};
-  if (!socket_address(spare_netns_socket_path(state_root), &addr)) return {};
+  if (!sys::unix_address(spare_netns_socket_path(state_root), &addr)) return {};
   UniqueFd sock(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
   if (!sock) return {};
   // A holder that does not answer within a second is not waited for; nor one whose
@@ -121,40 +115,14 @@ UniqueFd ask_for_spare_network_namespace(const std::string& state_root) {
 
 UniqueFd receive_spare_network_namespace(const UniqueFd& request, int userns_fd) {
   if (!request) return {};
-  const UniqueFd& sock = request;
   char byte = 0;
-  struct iovec iov {
-    &byte, 1
-  };
-  struct msghdr msg {};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  ssize_t n;
-  do {
-    n = ::recvmsg(sock.get(), &msg, MSG_CMSG_CLOEXEC);
-  } while (n < 0 && errno == EINTR);
-  UniqueFd spare;
-  for (struct cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-        c->cmsg_len == CMSG_LEN(sizeof(int))) {
-      int fd = -1;
-      std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
-      spare.reset(fd);
-    }
-  }
-  if (n != 1 || byte != 's' || !spare || (msg.msg_flags & MSG_CTRUNC) != 0) return {};
+  sys::ReceivedMessage got = sys::receive_with_fd(request.get(), &byte, 1);
+  UniqueFd spare = std::move(got.fd);
+  if (got.size != 1 || byte != 's' || !spare || got.truncated) return {};
   // A network namespace, owned by the shared user namespace: anything else is not used.
   if (::ioctl(spare.get(), NS_GET_NSTYPE) != CLONE_NEWNET) return {};
   UniqueFd owner(::ioctl(spare.get(), NS_GET_USERNS));
-  struct stat a {
-  }, b{};
-  if (!owner || ::fstat(owner.get(), &a) != 0 || ::fstat(userns_fd, &b) != 0 ||
-      a.st_ino != b.st_ino || a.st_dev != b.st_dev) {
-    return {};
-  }
+  if (!owner || !sys::same_inode(owner.get(), userns_fd)) return {};
   return spare;
 }
 

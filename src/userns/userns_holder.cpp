@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "sys/fs.hpp"
 #include "userns/spare_netns.hpp"
 
 namespace mrun::userns {
@@ -55,8 +56,7 @@ bool record_replaced(int watch, const std::string& record, const struct stat& ow
     at += static_cast<ssize_t>(sizeof(struct inotify_event) + event->len);
   }
   struct stat now {};
-  return changed && (::stat(record.c_str(), &now) != 0 || now.st_ino != own.st_ino ||
-                     now.st_dev != own.st_dev);
+  return changed && (::stat(record.c_str(), &now) != 0 || !sys::same_inode(now, own));
 }
 
 // Until idle for LINGER seconds (no mrun opened the record) or the record is not ours.

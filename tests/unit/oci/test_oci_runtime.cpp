@@ -258,8 +258,10 @@ TEST_CASE("exec: the container's defaults, env merge, --user") {
 TEST_CASE("the processes of a pid namespace are found through /proc") {
   struct stat st {};
   REQUIRE(::stat("/proc/self/ns/pid", &st) == 0);
-  auto pids = runtime::processes_in_pid_namespace("/proc", st.st_dev, st.st_ino);
+  auto pids = runtime::processes_in_pid_namespace("/proc", st);
   REQUIRE(std::find(pids.begin(), pids.end(), ::getpid()) != pids.end());
   REQUIRE(std::is_sorted(pids.begin(), pids.end()));
-  REQUIRE(runtime::processes_in_pid_namespace("/proc", st.st_dev, st.st_ino + 123456789).empty());
+  struct stat other = st;
+  other.st_ino += 123456789;
+  REQUIRE(runtime::processes_in_pid_namespace("/proc", other).empty());
 }

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The layering rules the build cannot see, checked over the sources. Prints TAP, one
+# line per rule; writes it to $1 when given.
+#
+#   1. Only src/sys/ makes the system calls that change what a process sees of the
+#      machine: mount, umount, pivot_root, the new mount API, setns, unshare, clone3.
+#      Every other file goes through sys/'s wrappers (errors named one way, one place to
+#      audit). The setuid helper (helpers/) is a separate C program and keeps its own.
+set -uo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+out=${1:-/dev/null}
+n=0 failed=0 tap=""
+
+# check NAME COMMAND...: ok when COMMAND prints nothing; what it prints is the failure.
+check() {
+    local name=$1 found
+    shift
+    n=$((n + 1))
+    found=$("$@")
+    if [[ -z $found ]]; then
+        tap+="ok $n - $name"$'\n'
+    else
+        failed=$((failed + 1))
+        tap+="not ok $n - $name"$'\n'"$(sed 's/^/# /' <<<"$found")"$'\n'
+    fi
+}
+
+namespace_and_mount_calls_outside_sys() {
+    git ls-files 'src/*.cpp' 'src/*.hpp' 'src/*.c' 'src/*.h' | grep -v '^src/sys/' |
+        xargs grep -nE '(::|\b)(mount|umount2?|pivot_root|setns|unshare|mount_setattr|move_mount|open_tree|fsopen|fsmount|fsconfig)\(|SYS_(mount_setattr|move_mount|open_tree|fsopen|fsmount|fsconfig|pivot_root|clone3|setns|unshare)\b' |
+        grep -vE '^[^:]+:[0-9]+:\s*//' |
+        grep -vE '(sys|mount)::[a-z_]*(mount|setns|unshare)' || true
+}
+check "mount, setns, unshare and clone3 only in src/sys" namespace_and_mount_calls_outside_sys
+
+printf '1..%d\n%s' "$n" "$tap" | tee "$out"
+[ $failed -eq 0 ]
