@@ -89,6 +89,13 @@ if want integration; then
   run_suite cri-rootless /usr/bin/python3 tests/cri/rootless_pod_test.py \
     --mrun "$MRUN_BUILD_DIR/src/mrun" --pause "$MRUN_BUILD_DIR/tests/probe/pause" \
     --tap "$MRUN_RESULTS_DIR/cri-rootless.tap"
+  # The same kind of pod, rootful, on this host's cgroups (v1 or hybrid: the limits, the
+  # update and the stats in the v1 hierarchies), runc beside mrun. Its own mount and
+  # network namespace keep CNI's bridge and iptables rules off the host's network.
+  run_suite cri-host unshare -m -n --propagation private sh -c 'ip link set lo up &&
+    exec /usr/bin/python3 tests/cri/pod_test.py --mrun "$1" --pause "$2" --tap "$3" \
+      --pods pod --workdir-base /tmp' cri-host "$MRUN_BUILD_DIR/src/mrun" \
+    "$MRUN_BUILD_DIR/tests/probe/pause" "$MRUN_RESULTS_DIR/cri-host.tap"
 fi
 # copy_checkout DEST: this checkout's files (tracked and new, not ignored; without
 # git, everything but the build dirs) into DEST.

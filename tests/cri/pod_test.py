@@ -6,7 +6,9 @@
                 [--workdir-base DIR]
                 [--gpu-dir DIR | --gpu-unavailable REASON]
 
-Run as root (tests/vm/guest/cri.sh in the cgroup v2 VM; on this hybrid host by hand).
+Run as root: tests/vm/guest/cri.sh in the cgroup v2 VM, and scripts/test.sh on the host
+(cgroup v1 or hybrid there) in a mount and network namespace of its own, so that CNI's
+bridge and iptables rules never reach the host's network.
 Starts the test's own containerd with its CRI plugin (tests/cri/crilib.py) and, for
 each runtime handler, makes the calls the kubelet makes for a pod, in its order, with
 the configs it sends for a real pod: a pod (runAsUser 1000, fsGroup 2000,
@@ -25,8 +27,7 @@ localhost, the pause process is PID 1 of both, ExecSync's exit statuses and stre
 the security context inside, resources updated in the container's own cgroup files,
 stats that are that cgroup's, the log file, and nothing left after removal (process,
 mount, cgroup, runtime state). --no-resources sends no linux.resources (a BestEffort
-pod without the kubelet's cpu shares; what a cgroup v1 host can run with mrun, which
-sets no v1 limits). --capture copies every config.json containerd writes to DIR.
+pod without the kubelet's cpu shares). --capture copies every config.json containerd writes to DIR.
 --gpu-dir (the build's src/gpu, fakegpu.ko loaded with two devices) adds a GPU pod per
 runtime after its pod (tests/cri/gpu_pod.py); --gpu-unavailable makes that a failed
 test saying why. Then, per runtime, a hostNetwork/hostPID/hostIPC pod
@@ -168,6 +169,40 @@ class Pod:
         r = self.cri.ExecSync(container_id=cid, cmd=list(cmd), timeout=timeout)
         return r.exit_code, r.stdout.decode(errors="replace"), r.stderr.decode(errors="replace")
 
+
+def check_update_and_stats_v1(tap, t, cri, pod, server):
+    """UpdateContainerResources and ContainerStats on a cgroup v1 (or hybrid) host: the
+    limits in the server's own groups of the memory and cpu hierarchies, as runc writes
+    them there, and its stats from those groups."""
+    memory = f"{CG}/memory{pod.cgroup_parent}/{server}"
+    cpu = f"{CG}/cpu{pod.cgroup_parent}/{server}"
+    cpuacct = f"{CG}/cpuacct{pod.cgroup_parent}/{server}"
+    before = (read(f"{memory}/memory.limit_in_bytes"), read(f"{cpu}/cpu.cfs_quota_us"),
+              read(f"{cpu}/cpu.cfs_period_us"))
+    tap.ok(f"{t} the server's v1 groups ({memory}, {cpu}) have its limits from CreateContainer",
+           before == (str(128 * MIB), "50000", "100000"), before)
+    try:
+        cri.UpdateContainerResources(container_id=server, linux={
+            "cpu_period": 100000, "cpu_quota": 20000, "cpu_shares": 512,
+            "memory_limit_in_bytes": 96 * MIB})
+        err = ""
+    except Exception as e:
+        err = str(e)
+    after = (read(f"{memory}/memory.limit_in_bytes"), read(f"{cpu}/cpu.cfs_quota_us"),
+             read(f"{cpu}/cpu.shares"))
+    tap.ok(f"{t} UpdateContainerResources on v1: memory.limit_in_bytes 96Mi, "
+           "cpu.cfs_quota_us 20000, cpu.shares 512",
+           not err and after == (str(96 * MIB), "20000", "512"), err, after)
+    pod.exec(server, "sh", "-c", "i=0; while [ $i -lt 5000 ]; do i=$((i+1)); done", timeout=120)
+    usage0 = int(read(f"{cpuacct}/cpuacct.usage"))
+    stats = cri.ContainerStats(container_id=server).stats
+    usage1 = int(read(f"{cpuacct}/cpuacct.usage"))
+    used = stats.cpu.usage_core_nano_seconds.value
+    mem = stats.memory.working_set_bytes.value
+    tap.ok(f"{t} ContainerStats on v1: the server's own groups (cpu {used} ns within "
+           f"[{usage0}, {usage1}], working set {mem} bytes)",
+           stats.attributes.id == server and usage0 <= used <= usage1 and used > 0 and mem > 0,
+           cri.to_dict(stats))
 
 
 def run_pod(tap, cri, daemon, handler, work, capture, resources):
@@ -322,7 +357,7 @@ def run_pod(tap, cri, daemon, handler, work, capture, resources):
                    stats.attributes.id == server and usec0 <= cpu <= usec1 and cpu > 0 and mem > 0,
                    cri.to_dict(stats))
         elif resources:
-            tap.ok(f"{t} UpdateContainerResources and ContainerStats # SKIP no cgroup v2 here")
+            check_update_and_stats_v1(tap, t, cri, pod, server)
         else:
             stats = cri.ContainerStats(container_id=server).stats
             tap.ok(f"{t} ContainerStats answers for the server",
