@@ -44,6 +44,24 @@ std::vector<std::pair<std::string, std::string>> devices_v1_writes(
 }
 
 namespace {
+
+constexpr const char* kOffHint =
+    "the cgroup v1 devices controller restricts a rootful container here; pass "
+    "--device-filter=off to run without any device restriction";
+
+// The group at PATH, beside the container's groups of the other hierarchies: made with
+// its parents, or, where it is there already, taken when no process is in it (an
+// engine's, or one the other hierarchies' group made at the same path when co-mounted).
+void make_beside_v1_group(const std::string& path) {
+  if (sys::make_dirs(path)) return;
+  auto procs = sys::read_file(path + "/cgroup.procs");
+  if (!procs) throw_errno("create device cgroup " + path, kOffHint);
+  if (!trim(*procs).empty()) {
+    throw Error("device cgroup " + path + " already holds processes", EBUSY,
+                "give the container a cgroupsPath of its own");
+  }
+}
+
 std::string devices_v1_mount() {
   auto mountinfo = sys::read_file("/proc/self/mountinfo");
   return mountinfo ? find_devices_v1_mount(*mountinfo) : std::string();
@@ -54,18 +72,21 @@ bool devices_v1_available() {
   return !devices_v1_mount().empty();
 }
 
-std::optional<DevicesV1Group> DevicesV1Group::create(const std::string& name,
+std::optional<DevicesV1Group> DevicesV1Group::create(const std::string& relative,
+                                                     const std::string& name,
                                                      const std::vector<DeviceRule>& rules) {
   const std::string mount = devices_v1_mount();
   if (mount.empty()) return std::nullopt;
-  auto own = sys::read_file("/proc/self/cgroup");
-  std::string parent = mount + own_devices_v1_group(own.value_or(""));
-  while (parent.size() > 1 && parent.back() == '/') parent.pop_back();
-  std::string path = parent + "/" + name;
-  if (::mkdir(path.c_str(), 0755) != 0) {
-    throw_errno("create device cgroup " + path,
-                "the cgroup v1 devices controller restricts a rootful container here; pass "
-                "--device-filter=off to run without any device restriction");
+  std::string path;
+  if (!relative.empty()) {
+    path = mount + relative;
+    make_beside_v1_group(path);
+  } else {
+    auto own = sys::read_file("/proc/self/cgroup");
+    std::string parent = mount + own_devices_v1_group(own.value_or(""));
+    while (parent.size() > 1 && parent.back() == '/') parent.pop_back();
+    path = parent + "/" + name;
+    if (::mkdir(path.c_str(), 0755) != 0) throw_errno("create device cgroup " + path, kOffHint);
   }
   DevicesV1Group group(path);
   // Deny everything first (a new group inherits its parent's), then the list in order.

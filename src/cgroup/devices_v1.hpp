@@ -49,10 +49,13 @@ class DevicesV1Group {
   }
   ~DevicesV1Group();
 
-  // nullopt when the host has no v1 devices hierarchy. NAME makes the group's directory
-  // unique ("mrun-<monitor pid>-<container>"). Throws, leaving nothing, when the group
+  // The group at RELATIVE below the devices hierarchy's root: the container's v1 group's
+  // path where it has one (an engine's cgroupsPath, as runc puts it there; its parents
+  // made as needed, an empty group an engine made taken), else a directory NAME
+  // ("mrun-<monitor pid>-<container>") below the caller's own devices group. nullopt
+  // when the host has no v1 devices hierarchy. Throws, leaving nothing, when the group
   // cannot be made or the rules written.
-  static std::optional<DevicesV1Group> create(const std::string& name,
+  static std::optional<DevicesV1Group> create(const std::string& relative, const std::string& name,
                                               const std::vector<DeviceRule>& rules);
   const std::string& path() const noexcept { return path_; }
   void add_process(pid_t pid) const;

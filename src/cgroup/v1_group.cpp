@@ -117,6 +117,7 @@ V1Group V1Group::create(const V1Plan& plan, const Logger& log) {
     relative += "-" + std::to_string(::getpid());
   }
   V1Group group;
+  group.relative_ = relative;
   for (const auto& h : plan.hierarchies) {
     const std::string dir = h.mount + relative;
     make_group_dir(dir, plan.engine_named);

@@ -3,7 +3,7 @@
 // every mounted hierarchy (named ones such as name=systemd too), the limits of
 // plan_v1_files written into the hierarchy each file belongs to, the container moved
 // into all of them, every directory removed at the end. The devices hierarchy is left
-// to devices_v1.hpp, which restricts the container there.
+// to devices_v1.hpp, which restricts the container there, in a group at the same path.
 #pragma once
 
 #include <sys/types.h>
@@ -49,7 +49,10 @@ class V1Group {
   V1Group() = default;
   V1Group(const V1Group&) = delete;
   V1Group& operator=(const V1Group&) = delete;
-  V1Group(V1Group&& other) noexcept : dirs_(std::move(other.dirs_)) { other.dirs_.clear(); }
+  V1Group(V1Group&& other) noexcept
+      : dirs_(std::move(other.dirs_)), relative_(std::move(other.relative_)) {
+    other.dirs_.clear();
+  }
   ~V1Group();
 
   // Makes the directories (parents too; cpuset ones filled from their parent), writes
@@ -57,6 +60,9 @@ class V1Group {
   static V1Group create(const V1Plan& plan, const Logger& log);
 
   const V1Dirs& dirs() const noexcept { return dirs_; }
+  // The group's path below each hierarchy's root ("/mrun/mrun-c1", an engine's
+  // cgroupsPath): where the devices hierarchy's group goes too (devices_v1.hpp).
+  const std::string& relative() const noexcept { return relative_; }
   // Moves `pid` into the group in every hierarchy.
   void add_process(pid_t pid) const;
   // Processes the kernel's OOM killer killed in the group (memory.oom_control).
@@ -66,6 +72,7 @@ class V1Group {
 
  private:
   V1Dirs dirs_;
+  std::string relative_;
 };
 
 // Removes a group's directories (a killed mrun's too); quiet when they are gone.

@@ -160,13 +160,13 @@ void DeviceAccess::check_before_start(const cgroup::Plan& plan) const {
 }
 
 std::optional<cgroup::DevicesV1Group> DeviceAccess::devices_v1_group(
-    bool have_leaf, const std::string& unique) const {
+    bool have_leaf, const std::string& v1_relative, const std::string& unique) const {
   // --cgroups disabled: no cgroup of any kind, as asked (the state says so).
   if (have_leaf || !privilege_.rootful || config_.run.device_filter == DeviceFilterMode::off ||
       config_.run.cgroups != CgroupsMode::enabled) {
     return std::nullopt;
   }
-  return cgroup::DevicesV1Group::create(unique, plan_filter_rules(config_, devices_));
+  return cgroup::DevicesV1Group::create(v1_relative, unique, plan_filter_rules(config_, devices_));
 }
 
 std::string DeviceAccess::not_attached(const std::string& reason, bool warn) const {

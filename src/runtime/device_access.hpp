@@ -49,8 +49,11 @@ class DeviceAccess {
   // warning either way).
   void check_before_start(const cgroup::Plan& plan) const;
   // Rootful without a v2 leaf (a v1 or hybrid host): the v1 devices controller's group
-  // for the container, with the filter's allow-list; nullopt where it does not apply.
+  // for the container, with the filter's rule list, at the path of its v1 group
+  // (V1_RELATIVE; empty: none, then UNIQUE below mrun's own); nullopt where it does not
+  // apply.
   std::optional<cgroup::DevicesV1Group> devices_v1_group(bool have_leaf,
+                                                         const std::string& v1_relative,
                                                          const std::string& unique) const;
   // Attaches the filter to LEAF (empty: none, for the reason NO_LEAF) for the
   // container process CHILD, which has not run anything yet. Returns the state's

@@ -810,7 +810,8 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   // the command never runs unfiltered.
   // Rootful on a v1 or hybrid host the v1 devices controller does it, as with runc.
   devices_v1 = device_access.devices_v1_group(
-      leaf.has_value(), "mrun-" + std::to_string(::getpid()) + "-" + config.name);
+      leaf.has_value(), v1_group ? v1_group->relative() : std::string(),
+      "mrun-" + std::to_string(::getpid()) + "-" + config.name);
   if (devices_v1) {
     devices_v1->add_process(child.pid);
     state.device_filter = "v1";

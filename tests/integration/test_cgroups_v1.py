@@ -25,15 +25,14 @@ PARENT = "mrun-it-v1"  # the cgroupsPath parent of the bundles below
 
 
 def _v1_hierarchies():
-    """Mount points of the v1 hierarchies, the devices one left out (it has a group of
-    its own, as before)."""
+    """Mount points of the v1 hierarchies (the devices one too: the container's group
+    there is at the same path as in the others)."""
     out = []
     with open("/proc/self/mountinfo") as f:
         for line in f.read().splitlines():
             before, _, after = line.partition(" - ")
             fields = after.split()
-            if len(fields) >= 3 and fields[0] == "cgroup" and "devices" not in \
-                    fields[2].split(","):
+            if len(fields) >= 3 and fields[0] == "cgroup":
                 out.append(before.split()[4])
     return out
 
@@ -144,13 +143,52 @@ def test_limit_files_as_runc_writes_them(mrun, rootfs, name, tmp_path):
         with open(f"/proc/{pid}/cgroup") as f:
             lines = f.read().splitlines()
         for line in lines:
-            if line.split(":")[1] and "devices" not in line.split(":")[1]:
+            if line.split(":")[1]:
                 assert line.endswith(f":/{PARENT}/{name}"), lines
     finally:
         M.assert_rc(mrun("delete", "--force", name))
     assert ours == theirs, f"mrun: {ours}\nrunc: {theirs}"
     assert ours["memory.limit_in_bytes"] == str(64 << 20), ours
     assert _dirs_named(f"/{PARENT}/{name}") == [], "delete left a directory"
+
+
+def _devices_group(pid):
+    """The v1 devices group of PID and the allow list the kernel keeps for it."""
+    with open(f"/proc/{pid}/cgroup") as f:
+        line = next(x for x in f.read().splitlines() if "devices" in x.split(":")[1].split(","))
+    group = line.split(":", 2)[2]
+    return group, sorted(_read(f"{_hier('devices')}{group}/devices.list").splitlines())
+
+
+def test_devices_group_is_at_the_cgroups_path_as_runc_puts_it(mrun, rootfs, name, tmp_path):
+    """Docker's and the kubelet's tools look for a container's device restriction in the
+    devices hierarchy at its cgroupsPath: runc puts it there, and so does mrun, with the
+    same list for the same config, and delete removes it."""
+    devices = [{"allow": False, "access": "rwm"},
+               {"allow": True, "type": "c", "major": 1, "minor": 3, "access": "rwm"},
+               {"allow": True, "type": "c", "major": 136, "access": "rwm"},
+               {"allow": False, "type": "c", "major": 10, "minor": 229, "access": "rwm"}]
+    bundle = _bundle(mrun, tmp_path, rootfs, name, ["/bin/sleep", "100"], {"devices": devices})
+    root = str(tmp_path / "runc-root")
+    try:
+        r = _runc("--root", root, "create", "-b", str(bundle), name)
+        assert r.returncode == 0, r
+        state = json.loads(_runc("--root", root, "state", name).stdout)
+        theirs = _devices_group(state["pid"])
+    finally:
+        _runc("--root", root, "delete", "--force", name)
+    try:
+        M.assert_rc(_create(mrun, "--bundle", bundle, name))
+        ours = _devices_group(json.loads(mrun("state", name).out)["pid"])
+    finally:
+        M.assert_rc(mrun("delete", "--force", name))
+    assert ours[0] == theirs[0] == f"/{PARENT}/{name}", (ours, theirs)
+    assert not os.path.exists(f"{_hier('devices')}/{PARENT}/{name}"), "delete left it"
+    # mrun's own defaults (the nodes every container has) come first in its list; the
+    # config's rules are the same allows in both.
+    for rule in ("c 1:3 rwm", "c 136:* rwm"):
+        assert rule in ours[1] and rule in theirs[1], (ours, theirs)
+    assert "c 10:229 rwm" not in ours[1] and "a *:* rwm" not in ours[1], ours
 
 
 def test_memory_limit_kills_a_hog_with_137(mrun, rootfs, name):
