@@ -121,6 +121,16 @@ std::vector<FileWrite> plan_resource_files(const Resources& r) {
     return out.back();
   };
 
+  for (const auto& [set, field, file] :
+       {std::tuple{r.cpu.realtime_runtime.has_value(), "cpu.realtimeRuntime", "cpu.rt_runtime_us"},
+        std::tuple{r.cpu.realtime_period.has_value(), "cpu.realtimePeriod", "cpu.rt_period_us"}}) {
+    if (set) {
+      throw Error(name_of(r, field) + ": cgroup v2 has no realtime CPU bandwidth (" + file +
+                      " is cgroup v1's)",
+                  ENOTSUP, "remove it from the configuration, or run on a cgroup v1 host as root");
+    }
+  }
+
   // memory: the limit first (as crun; on v2 the two are independent).
   const auto& m = r.memory;
   if (m.swappiness) {

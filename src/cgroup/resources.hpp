@@ -81,6 +81,9 @@ struct Resources {
     std::optional<std::uint64_t> period;
     std::optional<std::uint64_t> burst;
     std::optional<std::int64_t> idle;
+    // Realtime bandwidth (cpu.rt_runtime_us per cpu.rt_period_us): cgroup v1 only.
+    std::optional<std::int64_t> realtime_runtime;
+    std::optional<std::uint64_t> realtime_period;
     std::optional<std::string> cpus;
     std::optional<std::string> mems;
     bool operator==(const Cpu&) const = default;

@@ -124,6 +124,16 @@ void plan_cpu(Writer& w) {
     w.add("cpu.cfs_quota_us", std::to_string(*c.quota < 0 ? -1 : *c.quota), "cpu.quota");
   }
   if (c.burst) w.add("cpu.cfs_burst_us", std::to_string(*c.burst), "cpu.burst");
+  // Realtime bandwidth: the period before the runtime, as runc, and both before the
+  // container joins (a SCHED_RR process cannot join a group without realtime runtime).
+  // A group's runtime must fit in what its parent has: the kernel's EINVAL then names
+  // the field.
+  if (c.realtime_period) {
+    w.add("cpu.rt_period_us", std::to_string(*c.realtime_period), "cpu.realtimePeriod");
+  }
+  if (c.realtime_runtime) {
+    w.add("cpu.rt_runtime_us", std::to_string(*c.realtime_runtime), "cpu.realtimeRuntime");
+  }
   if (c.idle) w.add("cpu.idle", std::to_string(*c.idle), "cpu.idle");
   if (c.cpus && !c.cpus->empty()) w.add("cpuset.cpus", *c.cpus, "cpu.cpus");
   if (c.mems && !c.mems->empty()) w.add("cpuset.mems", *c.mems, "cpu.mems");

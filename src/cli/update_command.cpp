@@ -64,8 +64,8 @@ class UpdateCommand : public Command {
     u->add_option("--cpu-period", cpu_period_, "CPU period in us (cpu.max)");
     u->add_option("--cpu-burst", cpu_burst_, "CPU burst in us (cpu.max.burst)");
     u->add_option("--cpu-idle", cpu_idle_, "1: SCHED_IDLE, 0: normal (cpu.idle)");
-    u->add_option("--cpu-rt-period", cpu_rt_period_, "refused: cgroup v2 has no realtime limits");
-    u->add_option("--cpu-rt-runtime", cpu_rt_runtime_, "refused: cgroup v2 has no realtime limits");
+    u->add_option("--cpu-rt-period", cpu_rt_period_, "realtime period (cgroup v1 only)");
+    u->add_option("--cpu-rt-runtime", cpu_rt_runtime_, "realtime runtime (cgroup v1 only)");
     u->add_option("--cpuset-cpus", cpuset_cpus_, "CPUs to run on, e.g. 0-2,4 (cpuset.cpus)");
     u->add_option("--cpuset-mems", cpuset_mems_, "memory nodes, e.g. 0 (cpuset.mems)");
     u->add_option("--pids-limit", pids_limit_, "most processes, -1 for no limit (pids.max)");

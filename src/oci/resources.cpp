@@ -135,14 +135,11 @@ void parse_cpu(const Reader& in, const json& j, cgroup::Resources& r, ParsedReso
   }
   r.cpu.burst = in.integer<std::uint64_t>(j, "burst", f);
   r.cpu.period = in.integer<std::uint64_t>(j, "period", f);
-  if (in.integer<std::int64_t>(j, "realtimeRuntime", f).value_or(0) != 0) {
-    throw in.refused(f + ".realtimeRuntime",
-                     "cgroup v2 has no realtime CPU bandwidth (cpu.rt_runtime_us is cgroup v1's)");
-  }
-  if (in.integer<std::uint64_t>(j, "realtimePeriod", f).value_or(0) != 0) {
-    throw in.refused(f + ".realtimePeriod",
-                     "cgroup v2 has no realtime CPU bandwidth (cpu.rt_period_us is cgroup v1's)");
-  }
+  // 0 is unset, as runc reads it; cgroup v2 refuses the rest (cgroup/resources.cpp).
+  r.cpu.realtime_runtime = in.integer<std::int64_t>(j, "realtimeRuntime", f);
+  if (r.cpu.realtime_runtime == 0) r.cpu.realtime_runtime.reset();
+  r.cpu.realtime_period = in.integer<std::uint64_t>(j, "realtimePeriod", f);
+  if (r.cpu.realtime_period == 0u) r.cpu.realtime_period.reset();
   r.cpu.cpus = in.string(j, "cpus", f);
   r.cpu.mems = in.string(j, "mems", f);
   auto list = [&](const std::optional<std::string>& s, const char* key) {

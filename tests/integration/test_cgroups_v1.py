@@ -191,6 +191,78 @@ def test_devices_group_is_at_the_cgroups_path_as_runc_puts_it(mrun, rootfs, name
     assert "c 10:229 rwm" not in ours[1] and "a *:* rwm" not in ours[1], ours
 
 
+def _remove_left_dirs(relative):
+    """The directories at RELATIVE gone: runc's init is reaped here (this process is the
+    suite's subreaper), then what runc could not remove while it was a zombie is."""
+    def gone():
+        M.reap_orphans()
+        return _dirs_named(relative) == []
+    if not M.wait_until(gone, 5):
+        for d in _dirs_named(relative):
+            os.rmdir(d)
+
+
+def _rt_files(pid):
+    with open(f"/proc/{pid}/cgroup") as f:
+        line = next(x for x in f.read().splitlines() if "cpu" in x.split(":")[1].split(","))
+    d = _hier("cpu") + line.split(":", 2)[2]
+    return _read(f"{d}/cpu.rt_period_us"), _read(f"{d}/cpu.rt_runtime_us")
+
+
+@pytest.mark.skipif(not os.path.exists("/sys/fs/cgroup/cpu/cpu.rt_runtime_us"),
+                    reason="this kernel has no realtime group scheduling (CONFIG_RT_GROUP_SCHED)")
+def test_realtime_bandwidth_as_runc_writes_it(mrun, rootfs, name, tmp_path):
+    """cpu.realtimePeriod and realtimeRuntime: written into the container's cpu group
+    as runc writes them; a runtime its parent has no room for fails at create for both
+    runtimes, mrun's one line naming the field, nothing left."""
+    rt = {"cpu": {"realtimeRuntime": 10000, "realtimePeriod": 500000}}
+    bundle = _bundle(mrun, tmp_path, rootfs, name, ["/bin/sleep", "100"], rt)
+    parent_runtime = f"{_hier('cpu')}/{PARENT}/cpu.rt_runtime_us"
+    root = str(tmp_path / "runc-root")
+    os.makedirs(os.path.dirname(parent_runtime), exist_ok=True)
+    # No room in the parent (a new group's is 0): refused by the kernel, for both.
+    with open(parent_runtime, "w") as f:
+        f.write("0")
+    r = _runc("--root", root, "create", "-b", str(bundle), name)
+    assert r.returncode != 0 and "cpu.rt_runtime_us" in r.stderr, r
+    _runc("--root", root, "delete", "--force", name)
+    M.assert_mrun_error(_create(mrun, "--bundle", bundle, name),
+                        mentions=["linux.resources.cpu.realtimeRuntime", "cpu.rt_runtime_us"])
+    M.assert_mrun_error(mrun("state", name), mentions=["does not exist"])
+    assert _dirs_named(f"/{PARENT}/{name}") == [], "a failed create left a directory"
+    # Room in the parent for both (the kernel counts a removed group's share a while
+    # after its rmdir): the same files for both.
+    with open(parent_runtime, "w") as f:
+        f.write("40000")
+    try:
+        try:
+            r = _runc("--root", root, "create", "-b", str(bundle), name)
+            assert r.returncode == 0, r
+            theirs = _rt_files(json.loads(_runc("--root", root, "state", name).stdout)["pid"])
+        finally:
+            _runc("--root", root, "delete", "--force", name)
+        # runc's group holds its share of the parent's runtime until it is gone (its
+        # init, reaped by the test's subreaper, may outlive runc's rmdir).
+        _remove_left_dirs(f"/{PARENT}/{name}")
+        try:
+            M.assert_rc(_create(mrun, "--bundle", bundle, name))
+            ours = _rt_files(json.loads(mrun("state", name).out)["pid"])
+        finally:
+            M.assert_rc(mrun("delete", "--force", name))
+        assert ours == theirs == ("500000", "10000"), (ours, theirs)
+    finally:
+        _remove_left_dirs(f"/{PARENT}/{name}")
+
+        def parent_emptied():
+            try:
+                with open(parent_runtime, "w") as f:
+                    f.write("0")
+                return True
+            except OSError:
+                return False
+        assert M.wait_until(parent_emptied, 5), "the parent's realtime runtime stays taken"
+
+
 def test_memory_limit_kills_a_hog_with_137(mrun, rootfs, name):
     if not os.access(HOG, os.X_OK):
         pytest.skip(f"hog not staged next to mrun-probe ({HOG})")

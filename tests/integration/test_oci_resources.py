@@ -80,7 +80,8 @@ def test_a_real_request_without_a_cgroup_is_125_naming_the_field(mrun, rootfs, n
     pytest.param({"memory": {"disableOOMKiller": True}},
                  "linux.resources.memory.disableOOMKiller",
                  marks=pytest.mark.skipif(V1_LIMITS, reason="cgroup v1 can (test_cgroups_v1.py)")),
-    ({"cpu": {"realtimeRuntime": 950000}}, "linux.resources.cpu.realtimeRuntime"),
+    pytest.param({"cpu": {"realtimeRuntime": 950000}}, "linux.resources.cpu.realtimeRuntime",
+                 marks=pytest.mark.skipif(V1_LIMITS, reason="cgroup v1 can (test_cgroups_v1.py)")),
     ({"unified": {"../memory.max": "1"}}, "linux.resources.unified.../memory.max"),
 ])
 def test_what_cgroup_v2_cannot_do_is_refused_anywhere(mrun, rootfs, name, tmp_path, resources,

@@ -53,6 +53,17 @@ TEST_CASE("v1: every mounted hierarchy, named ones too, once each") {
   REQUIRE(v1_hierarchies_from("26 25 0:23 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n").empty());
 }
 
+TEST_CASE("v1: realtime bandwidth, the period before the runtime, as runc writes them") {
+  Resources r;
+  r.cpu.realtime_runtime = 950000;
+  r.cpu.realtime_period = 1000000;
+  REQUIRE(v1_files_of(r) ==
+          Files{{"cpu.rt_period_us", "1000000"}, {"cpu.rt_runtime_us", "950000"}});
+  Resources runtime_only;
+  runtime_only.cpu.realtime_runtime = 10000;
+  REQUIRE(v1_files_of(runtime_only) == Files{{"cpu.rt_runtime_us", "10000"}});
+}
+
 TEST_CASE("v1: memory limit, reservation, swappiness, OOM killer as runc writes them") {
   Resources r;
   r.memory.limit = 64 << 20;
