@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# `podman run --rm` of the same busybox image with `--runtime mrun` and with
-# `--runtime crun`, side by side in one hyperfine run, as the unprivileged user
-# (default mrun-test); printed as the ratio mrun/crun. What it measures is the whole
-# engine path: podman, conmon, the runtime's create/start/state/delete verbs.
+# `podman run --rm` of the same busybox image with `--runtime mrun`, `--runtime crun`
+# (podman's default) and `--runtime runc`, side by side in one hyperfine run, as the
+# unprivileged user (default mrun-test); printed as the ratios mrun/crun and mrun/runc.
+# What it measures is the whole engine path: podman, conmon, the runtime's
+# create/start/state/delete verbs.
 #
 #   bench/podman-run.sh [RUNS]       as root (default RUNS=10)
 #   MRUN_BUILD_DIR   build dir with src/mrun (default: build)
@@ -14,6 +15,8 @@
 # no controllers). crun 1.8.1 refuses every container on a hybrid host before it reads
 # any option (see README.md, start-latency.sh): both runtimes are measured in a
 # private mount namespace where /sys/fs/cgroup/unified/cgroup.controllers reads empty.
+# runc, which takes this host as it is, is the reference that needs no such mask (it
+# reads nothing of that file, so it runs the same in the namespace).
 # Bench is never a test: it prints numbers, it does not judge them.
 set -euo pipefail
 
@@ -21,7 +24,7 @@ runs=${1:-10}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=bench/bench-lib.sh
 source "$here/bench-lib.sh"
-bench_setup podman crun hyperfine python3
+bench_setup podman crun runc hyperfine python3
 
 stage=$(mktemp -d /var/tmp/mrun-bench-podman.XXXXXX)
 cleanup() {  # podman's pause process (its user namespace) outlives every podman call
@@ -56,10 +59,11 @@ as_user sh -c "cat >'$home/.config/containers/containers.conf'" <<EOT
 [engine]
 cgroup_manager = "cgroupfs"
 events_logger = "file"
-runtime_supports_nocgroup = ["crun", "mrun"]
+runtime_supports_nocgroup = ["crun", "runc", "mrun"]
 [engine.runtimes]
 mrun = ["$stage/bin/mrun"]
 crun = ["$(command -v crun)"]
+runc = ["$(command -v runc)"]
 EOT
 as_user "$stage/bin/mrun" rootfs busybox "$stage/rootfs" >/dev/null
 as_user tar -C "$stage/rootfs" -cf "$stage/busybox.tar" .
@@ -68,10 +72,13 @@ as_user tar -C "$stage/rootfs" -cf "$stage/busybox.tar" .
 "${in_ns[@]}" runuser -u "$user" -- "${env_user[@]}" podman import -q "$stage/busybox.tar" \
   localhost/mrun-bench-busybox >/dev/null 2>&1
 
-podman_run() { echo "podman --runtime $1 run --rm --network none --cgroups disabled localhost/mrun-bench-busybox /bin/true"; }
+# runc 1.1 has no --cgroup-manager, which podman passes for --cgroups disabled: runc runs
+# with podman's default instead, a cgroup path that rootless runc on cgroup v1 leaves unmade.
+cgroups() { [ "$1" = runc ] || echo "--cgroups disabled"; }
+podman_run() { echo "podman --runtime $1 run --rm --network none $(cgroups "$1") localhost/mrun-bench-busybox /bin/true"; }
 names=() cmds=()
 : >"$stage/failed.txt"
-for rt in crun mrun; do           # each must work before it is timed
+for rt in crun runc mrun; do           # each must work before it is timed
   rc=0
   out=$("${in_ns[@]}" runuser -u "$user" -- "${env_user[@]}" $(podman_run "$rt") 2>&1) || rc=$?
   if ((rc == 0)); then
@@ -100,13 +107,15 @@ if os.path.exists(f"{stage}/times.json"):
 failed = dict(line.rstrip("\n").split(" ", 1) for line in open(f"{stage}/failed.txt") if line.strip())
 mean = {n: statistics.mean(t) for n, t in times.items()}
 print(f"\npodman run --rm /bin/true, {runs} runs each (hyperfine -N, 2 warmup runs), rootless:\n")
-print(f"{'runtime':<8} {'mean ms':>8} {'median ms':>10} {'stddev':>7} {'x crun':>7}")
-for n in ["crun", "mrun"]:
+print(f"{'runtime':<8} {'mean ms':>8} {'median ms':>10} {'stddev':>7} {'x crun':>7} {'x runc':>7}")
+for n in ["crun", "runc", "mrun"]:
     if n in failed:
         print(f"{n:<8} not measured: podman run failed: {failed[n]}")
         continue
     t = times[n]
     xc = f"{mean[n] / mean['crun']:.2f}" if "crun" in mean else "-"
-    print(f"{n:<8} {mean[n]:8.2f} {statistics.median(t):10.2f} {statistics.pstdev(t):7.2f} {xc:>7}")
+    xr = f"{mean[n] / mean['runc']:.2f}" if "runc" in mean else "-"
+    print(f"{n:<8} {mean[n]:8.2f} {statistics.median(t):10.2f} {statistics.pstdev(t):7.2f} "
+          f"{xc:>7} {xr:>7}")
 print("load average after: " + " ".join(open("/proc/loadavg").read().split()[:3]))
 EOF

@@ -25,7 +25,7 @@ class FeaturesCommand : public Command {
 
   // Honest about what is honoured (see mrun-oci(1)): every hook stage is run, the mount
   // options mount/config_mounts takes, idmapped mounts rootful, apparmor and selinux as
-  // this host has them, cgroup v2 only.
+  // this host has them, cgroup v2, and cgroup v1 rootful.
   int execute(const runtime::GlobalOptions& /*global*/) override {
     nlohmann::json caps = nlohmann::json::array();
     for (int cap = 0; cap <= security::kernel_last_capability(); ++cap) {
@@ -39,8 +39,11 @@ class FeaturesCommand : public Command {
         {"linux",
          {{"namespaces", {"cgroup", "ipc", "mount", "network", "pid", "time", "user", "uts"}},
           {"capabilities", caps},
+          // runc's keys, and the spec's rdma. v1: rootful on a v1 or hybrid host mrun
+          // makes the container's v1 groups and writes its limits there; rootless there
+          // is no v1 delegation to use, and a limit asked for is refused.
           {"cgroup",
-           {{"v1", false},
+           {{"v1", ::getuid() == 0},
             {"v2", true},
             {"systemd", false},
             {"systemdUser", false},

@@ -149,12 +149,12 @@ std::vector<std::string> with_home(std::vector<std::string> env, const std::stri
   return env;
 }
 
-// The messages use the words runc's Go runtime uses ("executable file not found in
-// $PATH", "no such file or directory", "permission denied"), lower case as Go writes
-// errno text: engines read them to choose 127 or 126 for `docker run`, and match them
-// case-sensitively.
+// The messages use the words runc's Go runtime uses (`exec: "NAME": ` first, as Go's
+// exec.LookPath writes it, then "executable file not found in $PATH", "no such file or
+// directory", "permission denied"), lower case as Go writes errno text: engines read
+// them to choose 127 or 126 for `docker run`, and match them case-sensitively.
 static Error exec_error(const std::string& name, int err) {
-  std::string object = "exec \"" + name + "\": ";
+  std::string object = "exec: \"" + name + "\": ";
   switch (err) {
     case ENOENT:
       return Error(object + "no such file or directory", 0,
@@ -190,7 +190,7 @@ std::string resolve_command(const std::string& name, const std::string& path_env
     if (err == EACCES) denied = err;
   }
   if (denied != 0) throw exec_error(name, denied);
-  throw Error("exec \"" + name + "\": executable file not found in $PATH", 0,
+  throw Error("exec: \"" + name + "\": executable file not found in $PATH", 0,
               "install it in the image or give its full path", exit_code::not_found);
 }
 

@@ -20,6 +20,7 @@
 #include "mount/console.hpp"
 #include "mount/mount_apply.hpp"
 #include "runtime/become_command.hpp"
+#include "runtime/exec_fifo.hpp"
 #include "runtime/hooks.hpp"
 #include "runtime/reaper.hpp"
 #include "sys/fs.hpp"
@@ -205,8 +206,9 @@ UniqueFd open_exec_fifo(const LaunchSpec& spec) {
 // Tells the parent we are set up, then blocks until `mrun start` opens the fifo for
 // reading. After the credential and capability steps (so `start` releases exactly the
 // process that will exec), before seccomp (which judges only the command).
-// startContainer hooks run between the open and the byte: a failing hook makes `mrun
-// start` fail (it sees the fifo closed without a byte), as the spec asks.
+// startContainer hooks run between the open and the go byte: a failing hook makes `mrun
+// start` fail, as the spec asks, with the hook's error, which only `start` is left to
+// report (runtime/exec_fifo.hpp).
 void wait_for_start(const LaunchSpec& spec, const ContainerEnd& sync, const UniqueFd& exec_fifo,
                     const std::string& state_json) {
   if (!exec_fifo) {
@@ -220,8 +222,14 @@ void wait_for_start(const LaunchSpec& spec, const ContainerEnd& sync, const Uniq
     writer.reset(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
   } while (!writer && errno == EINTR);
   if (!writer) throw_errno("open exec fifo for writing");
-  run_hooks(spec.config.hooks.start_container, "startContainer", state_json);
-  if (::write(writer.get(), "0", 1) != 1) throw_errno("write exec fifo");
+  try {
+    run_hooks(spec.config.hooks.start_container, "startContainer", state_json);
+  } catch (const Error& e) {
+    std::string record = start_failure_record(e.what());
+    [[maybe_unused]] ssize_t n = ::write(writer.get(), record.data(), record.size());
+    throw;
+  }
+  if (::write(writer.get(), &exec_fifo_go, 1) != 1) throw_errno("write exec fifo");
 }
 
 // create: the caller's stdio (an engine's pipes) become the command's 0, 1, 2.

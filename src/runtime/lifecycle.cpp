@@ -7,11 +7,13 @@
 
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <optional>
 #include <thread>
 
 #include "base/error.hpp"
 #include "base/unique_fd.hpp"
+#include "runtime/exec_fifo.hpp"
 #include "runtime/hooks.hpp"
 #include "runtime/launcher.hpp"
 #include "runtime/processes.hpp"
@@ -22,9 +24,10 @@ namespace mrun::runtime {
 
 namespace {
 
-// Opening the fifo for reading releases the container's open for writing; it then
-// writes one byte and goes on to exec. Non-blocking, so a container that died meanwhile
-// is an error, not a hang.
+// Opening the fifo for reading releases the container's open for writing; it then runs
+// its startContainer hooks and writes its record (runtime/exec_fifo.hpp): the go byte,
+// then it execs, or why it stopped. Non-blocking, so a container that died meanwhile is
+// an error, not a hang.
 void release_exec_fifo(const std::string& fifo, const std::string& id) {
   UniqueFd fd(::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
   if (!fd) throw_errno("open exec fifo " + fifo);
@@ -35,10 +38,9 @@ void release_exec_fifo(const std::string& fifo, const std::string& id) {
   do {
     ready = ::poll(&p, 1, 10000);
   } while (ready < 0 && errno == EINTR);
-  char byte = 0;
-  if (ready <= 0 || ::read(fd.get(), &byte, 1) != 1) {
-    throw Error("container " + id + " did not take the start signal (did it die?)", ESRCH);
-  }
+  char record[PIPE_BUF];
+  ssize_t n = ready > 0 ? ::read(fd.get(), record, sizeof record) : 0;
+  check_start_record(std::string_view(record, n > 0 ? static_cast<std::size_t>(n) : 0), id);
   ::unlink(fifo.c_str());
 }
 

@@ -515,6 +515,96 @@ def test_failing_hook_fails_create_and_leaves_nothing(mrun, rootfs, name, tmp_pa
     assert not os.path.exists(os.path.join(mrun_state_root(mrun), name)), "state left behind"
 
 
+RUNC = "/usr/sbin/runc"
+
+
+def _runc(root, *args, **kw):
+    return subprocess.run([RUNC, "--root", str(root), *map(str, args)], capture_output=True,
+                          text=True, timeout=30, stdin=subprocess.DEVNULL, **kw)
+
+
+def _runc_create(root, bundle, name, tmp_path):
+    """runc create, its stdio (the container's, passed through) files: what its init
+    says after create returned lands in ERR."""
+    out, err = tmp_path / "runc-create.out", tmp_path / "runc-create.err"
+    with open(out, "w") as o, open(err, "w") as e:
+        rc = subprocess.run([RUNC, "--root", str(root), "create", "-b", str(bundle), name],
+                            stdin=subprocess.DEVNULL, stdout=o, stderr=e, timeout=30).returncode
+    return rc, err
+
+
+def _runc_status(root, name, timeout=10):
+    deadline = time.monotonic() + timeout
+    while True:
+        r = _runc(root, "state", name)
+        status = json.loads(r.stdout)["status"] if r.returncode == 0 else None
+        if status == "stopped" or time.monotonic() > deadline:
+            return status
+        time.sleep(0.05)
+
+
+def test_failing_start_container_hook_fails_start_and_stops_the_container(
+        mrun, rootfs, name, tmp_path):
+    """The hook runs in the container's init after create returned: `mrun start` is the
+    one left to say why the container stopped. runc 1.1 (rootful, the same bundle) runs
+    the hook after its start byte: its start exits 0 saying nothing, the hook's error
+    goes to the container's stderr (create's), and the container is stopped all the
+    same; so are mrun's, and both delete it."""
+    bundle = _bundle(mrun, tmp_path, rootfs, ["/bin/sleep", "1000"])
+    config = json.loads((bundle / "config.json").read_text())
+    config["hooks"] = {"startContainer": [{"path": "/bin/sh", "args": ["sh", "-c", "exit 3"]}]}
+    (bundle / "config.json").write_text(json.dumps(config))
+    try:
+        M.assert_rc(_create(mrun, "--bundle", bundle, name))
+        pid = _state(mrun, name)["pid"]
+        M.assert_mrun_error(mrun("start", name),
+                            mentions=["hook startContainer[0] /bin/sh: exited with status 3"])
+        assert _wait_status(mrun, name, "stopped")["status"] == "stopped"
+        assert _gone(pid), f"pid {pid} survived its failed start"
+        M.assert_mrun_error(mrun("start", name),
+                            mentions=["cannot start a container that has stopped"])
+        M.assert_rc(mrun("delete", name))
+        M.assert_mrun_error(mrun("state", name), mentions=["does not exist"])
+        assert not os.path.exists(os.path.join(mrun_state_root(mrun), name)), "state left behind"
+    finally:
+        mrun("delete", "--force", name)
+    if not (M.ROOTFUL and os.access(RUNC, os.X_OK)):
+        return
+    root = tmp_path / "runc-root"
+    try:
+        rc, create_err = _runc_create(root, bundle, name, tmp_path)
+        assert rc == 0, create_err.read_text()
+        started = _runc(root, "start", name)
+        assert started.returncode == 0 and started.stderr == "", started
+        assert _runc_status(root, name) == "stopped"
+        assert "exit status 3" in create_err.read_text(), create_err.read_text()
+        deleted = _runc(root, "delete", name)
+        assert deleted.returncode == 0, deleted
+        assert _runc(root, "state", name).returncode != 0
+    finally:
+        _runc(root, "delete", "--force", name)
+
+
+def test_missing_command_fails_create_as_with_runc(mrun, rootfs, name, tmp_path):
+    """The command is looked up before `created` (as runc's init does): a missing one fails
+    create with runc's words, and nothing is left for start."""
+    bundle = _bundle(mrun, tmp_path, rootfs, ["nosuch"])
+    words = 'exec: "nosuch": executable file not found in $PATH'
+    M.assert_mrun_error(_create(mrun, "--bundle", bundle, name), code=127, mentions=[words])
+    M.assert_mrun_error(mrun("state", name), mentions=["does not exist"])
+    assert not os.path.exists(os.path.join(mrun_state_root(mrun), name)), "state left behind"
+    if not (M.ROOTFUL and os.access(RUNC, os.X_OK)):
+        return
+    root = tmp_path / "runc-root"
+    try:
+        rc, create_err = _runc_create(root, bundle, name, tmp_path)
+        said = create_err.read_text().replace('\\"', '"')  # logfmt escapes the quotes
+        assert rc != 0 and words in said, (rc, said)
+        assert _runc(root, "state", name).returncode != 0
+    finally:
+        _runc(root, "delete", "--force", name)
+
+
 @pytest.mark.parametrize("stage", ["poststart", "poststop"])
 def test_failing_poststart_or_poststop_hook_is_a_warning_and_the_rest_run(
         mrun, rootfs, name, tmp_path, stage):

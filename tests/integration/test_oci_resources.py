@@ -115,11 +115,21 @@ def test_update_without_a_cgroup(mrun, rootfs, name, tmp_path):
     M.assert_mrun_error(mrun("update", "--memory", "64m", name), mentions=["does not exist"])
 
 
-def test_features_lists_rdma_with_cgroup_v2(mrun):
+def test_features_cgroup_section_in_runcs_shape(mrun):
+    """runc's keys (v1, v2, systemd, systemdUser) and the spec's rdma; cgroup v1 where
+    mrun writes v1 limits, rootful; no systemd (mrun makes the scope's path itself)."""
     r = mrun("features")
     M.assert_rc(r)
     cgroup = json.loads(r.out)["linux"]["cgroup"]
-    assert cgroup["v2"] is True and cgroup["v1"] is False and cgroup["rdma"] is True, cgroup
+    assert cgroup == {"v1": M.ROOTFUL, "v2": True, "systemd": False, "systemdUser": False,
+                      "rdma": True}, cgroup
+    if os.access("/usr/sbin/runc", os.X_OK):
+        runc = subprocess.run(["/usr/sbin/runc", "features"], capture_output=True, text=True,
+                              timeout=30)
+        assert runc.returncode == 0, runc
+        runc_cgroup = json.loads(runc.stdout)["linux"]["cgroup"]
+        assert set(runc_cgroup) <= set(cgroup), (runc_cgroup, cgroup)
+        assert all(type(cgroup[k]) is type(v) for k, v in runc_cgroup.items()), runc_cgroup
 
 
 # Docker 20.10's default linux.resources.devices, as `docker run` hands it to a runtime:
