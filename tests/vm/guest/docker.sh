@@ -7,10 +7,10 @@
 #
 # Debian's docker.io 20.10 with runc and with mrun in the same test, as on the host,
 # through tests/integration/run.sh, once per mode, the tests NAMEd for it (pytest -k;
-# none: the mode is left out). The
-# host's layout is hybrid; here Docker's cgroup cases (-m with an OOM kill, pause and
-# unpause, update -m, stats) meet cgroup v2 and the device filter is BPF, and
-# /dev/fakegpu0 exists for `docker run --device /dev/fakegpu0`. Rootless starts in a
+# none: the mode is left out). The host's layout is hybrid; here Docker's cgroup cases
+# (-m with an OOM kill, pause and unpause, update -m, stats) meet cgroup v2 and the
+# device filter is BPF, and /dev/fakegpu0 exists for `docker run --device
+# /dev/fakegpu0`. The guest boots with apparmor=0 (docker-suite.sh). Rootless starts in a
 # cgroup v2 subtree delegated to mrun-test, as a systemd login would; rootless
 # Docker 20.10 still has no cgroups without systemd (its "none" driver), so the
 # needs_cgroups cases skip there, saying so.
