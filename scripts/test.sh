@@ -143,7 +143,7 @@ fakegpu_from_tmp_checkout() {
 }
 
 if want vm; then
-  for suite in tests/vm/selftest.sh tests/vm/fakegpu-suite.sh tests/vm/cgroup-suite.sh tests/vm/containerd-suite.sh tests/vm/cri-suite.sh tests/vm/integration-suite.sh tests/vm/gpu-suite.sh tests/vm/gpu-matrix-suite.sh; do
+  for suite in tests/vm/selftest.sh tests/vm/fakegpu-suite.sh tests/vm/cgroup-suite.sh tests/vm/containerd-suite.sh tests/vm/cri-suite.sh tests/vm/docker-suite.sh tests/vm/integration-suite.sh tests/vm/gpu-suite.sh tests/vm/gpu-matrix-suite.sh; do
     [ -x "$suite" ] || [ -f "$suite" ] || continue
     run_suite "$(basename "$suite" .sh)" bash "$suite"
   done

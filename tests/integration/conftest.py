@@ -208,8 +208,11 @@ def _leftovers(before):
     _reap_orphans()
     # A state root's shared user namespace holder stays by design (it exits once idle
     # for MRUN_USERNS_LINGER seconds); test_shared_userns.py holds it to its contract.
-    procs = [p for p in _descendants(M.list_procs(), os.getpid())
-             if p.state != "Z" and not M.is_userns_holder(p)]
+    everything = M.list_procs()
+    kept = {pid for daemon in M.KEPT_DAEMONS
+            for pid in [daemon, *(p.pid for p in _descendants(everything, daemon))]}
+    procs = [p for p in _descendants(everything, os.getpid())
+             if p.state != "Z" and not M.is_userns_holder(p) and p.pid not in kept]
     if procs:
         problems.append("processes left running:\n" + "\n".join(
             f"  pid {p.pid} uid {p.uid} state {p.state} ppid {p.ppid} {p.comm}: "

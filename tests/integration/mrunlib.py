@@ -468,6 +468,13 @@ def process_dead(pid):
     return not stat or stat[stat.rfind(")") + 2:].split()[0] in ("Z", "X")
 
 
+# Pids of long-lived daemons a module's fixture started and will stop (test_docker.py's
+# dockerd): the leftover guard leaves them and what runs below them alone. What they
+# start that leaves their tree (containerd's shims, re-parented to the suite, a
+# subreaper) is still checked.
+KEPT_DAEMONS = set()
+
+
 def is_userns_holder(proc):
     """A state root's shared user namespace holder (src/userns/shared_userns.hpp)."""
     return proc.comm == "mrun-userns"

@@ -12,16 +12,20 @@ the default bridge), and the lifecycle containerd's runc shim drives for Docker.
 So that the daemon's bridge, iptables rules and mounts never touch the host, dockerd runs
 in a mount and network namespace of its own (`unshare -m -n`, private propagation), with a
 data-root, exec-root, pidfile and socket of its own under temporary directories and its
-containers below a cgroup parent named after the session. It starts per test (the suite's
-leftover guard counts every process below pytest, a subreaper, which the shims become
-children of); the data-root, with the image imported from the suite's busybox rootfs
-(`docker import`, no registry), is kept for the module.
+containers below a cgroup parent named after the session. It starts once per module (a
+start takes a minute under the VM suite's emulation, tests/vm/docker-suite.sh), with the
+image imported into it from the suite's busybox rootfs (`docker import`, no registry). The
+suite's leftover guard leaves the daemon's own process tree alone (M.KEPT_DAEMONS) and
+still counts what leaves it: the shims, which become children of pytest, a subreaper, must
+be gone after each test. After each test its containers are removed (`docker rm -f`) and
+their cgroups, below the parent, must be gone with them.
 
 Rootless, the same cases run under rootless Docker as Docker's own dockerd-rootless.sh
 starts it (rootlesskit, slirp4netns), its daemon.json naming mrun the same way; mrun then
 runs as root of rootlesskit's user namespace, as runc does. The cases that need cgroups
-are rootful only: rootless Docker has cgroups only through systemd's delegation on a
-cgroup v2 host, and ignores -m or refuses pause without it, whatever the runtime.
+are rootful only: rootless Docker has cgroups only through systemd's cgroup driver (on
+cgroup v2 with systemd running), and ignores -m or refuses pause without it, whatever the
+runtime; neither this host (hybrid) nor the VM (no systemd) has that.
 """
 
 import glob
@@ -48,7 +52,11 @@ DOCKERD = "/usr/sbin/dockerd" if os.access("/usr/sbin/dockerd", os.X_OK) else \
 DOCKER = "/usr/bin/docker"
 RUNC = "/usr/sbin/runc"
 IMAGE = "mrun-it/busybox:latest"
-DOCKER_TIMEOUT = 60
+# Seconds for one docker command and for dockerd to come up: more where a test may take
+# longer (MRUN_IT_TEST_TIMEOUT, 300 in the VM suites, whose TCG is ten times slower).
+_TEST_LIMIT = int(os.environ.get("MRUN_IT_TEST_TIMEOUT", "120"))
+DOCKER_TIMEOUT = max(60, _TEST_LIMIT // 3)
+DOCKERD_START_TIMEOUT = max(30, _TEST_LIMIT // 2)
 
 pytestmark = [
     pytest.mark.skipif(DOCKERD is None or not os.access(DOCKER, os.X_OK),
@@ -59,9 +67,13 @@ pytestmark = [
                        reason="rootless Docker needs rootlesskit and slirp4netns "
                        "(scripts/install-deps.sh installs them)"),
 ]
+# Rootless dockerd 20.10 takes its "none" cgroup driver unless it drives systemd's
+# (native.cgroupdriver=systemd, its default on a cgroup v2 host that runs systemd):
+# a subtree delegated to the user without a systemd to ask does not do (the VM suite's).
 needs_cgroups = pytest.mark.skipif(
-    not M.ROOTFUL, reason="rootless Docker has no cgroups without systemd's delegation on "
-    "cgroup v2: it drops -m and refuses pause with any runtime")
+    not M.ROOTFUL, reason="rootless Docker has cgroups only through systemd's cgroup driver "
+    "(cgroup v2 and a running systemd); without, its 'none' driver drops -m and refuses "
+    "pause with any runtime")
 
 
 def _cgroup_parent():
@@ -104,10 +116,11 @@ class Dockerd:
             self.proc = subprocess.Popen(self._command(config), stdin=subprocess.DEVNULL,
                                          stdout=log, stderr=subprocess.STDOUT,
                                          env=self._daemon_env(), start_new_session=True)
-        if not M.wait_until(self._ready, 30, 0.1):
+        if not M.wait_until(self._ready, DOCKERD_START_TIMEOUT, 0.1):
             self.close()
-            pytest.fail(f"dockerd did not come up within 30s:\n{self.log_tail()}",
-                        pytrace=False)
+            pytest.fail(f"dockerd did not come up within {DOCKERD_START_TIMEOUT}s:\n"
+                        f"{self.log_tail()}", pytrace=False)
+        M.KEPT_DAEMONS.add(self.proc.pid)
 
     def _command(self, config):
         if M.ROOTFUL:
@@ -149,21 +162,35 @@ class Dockerd:
         userns = [] if M.ROOTFUL else ["-U", "--preserve-credentials"]
         return ["nsenter", "-t", str(self.daemon_pid()), *userns, "-n", *argv]
 
-    def close(self):
-        """Removes every container (as `docker rm -f` would), stops the daemon and removes
-        its cgroup parent and directories; returns what could not be removed."""
+    def remove_containers(self):
+        """Removes every container (as `docker rm -f` would); returns what could not be
+        removed, and the containers' cgroups still below the parent."""
+        if self.proc.poll() is not None:
+            return [f"dockerd exited {self.proc.returncode}:\n{self.log_tail()}"]
         problems = []
+        try:
+            r = self("ps", "-aq")
+            ids = r.out.split() if r.rc == 0 else []
+            if ids:
+                self("rm", "-f", *ids)
+            left = self("ps", "-aq").out.split()
+            if left:
+                problems.append(f"docker rm -f could not remove {left}")
+        except AssertionError as e:  # a docker command that hung
+            problems.append(str(e))
+        if self.cgroup_parent:
+            M.wait_until(lambda: not _cgroup_leaves(self.cgroup_parent), 10)
+            problems += [f"cgroup {d} left by a container"
+                         for d in _cgroup_leaves(self.cgroup_parent)]
+        return problems
+
+    def close(self):
+        """Removes every container, stops the daemon and removes its cgroup parent and
+        directories; returns what could not be removed."""
+        problems = []
+        M.KEPT_DAEMONS.discard(self.proc.pid)
         if self.proc.poll() is None:
-            try:
-                r = self("ps", "-aq")
-                ids = r.out.split() if r.rc == 0 else []
-                if ids:
-                    self("rm", "-f", *ids)
-                left = self("ps", "-aq").out.split()
-                if left:
-                    problems.append(f"docker rm -f could not remove {left}")
-            except AssertionError as e:  # a docker command that hung
-                problems.append(str(e))
+            problems += self.remove_containers()
             self.proc.terminate()
             try:
                 self.proc.wait(timeout=30)
@@ -178,14 +205,24 @@ class Dockerd:
         return problems
 
 
+def _cgroup_tops(parent):
+    """PARENT in every hierarchy: /sys/fs/cgroup/PARENT (v2), /sys/fs/cgroup/*/PARENT (v1)."""
+    return sorted({os.path.realpath(p) for p in
+                   [f"/sys/fs/cgroup/{parent}", *glob.glob(f"/sys/fs/cgroup/*/{parent}")]
+                   if os.path.isdir(p)})
+
+
+def _cgroup_leaves(parent):
+    """The groups below PARENT: a container's, which the runtime removes with it."""
+    return [os.path.join(top, d) for top in _cgroup_tops(parent)
+            for d in sorted(next(os.walk(top), (None, []))[1])]
+
+
 def _remove_cgroups(parent):
     """rmdir of /sys/fs/cgroup/*/PARENT (and what is below it), deepest first: the groups
     are Docker's to create, and gone with their containers only for the runtime's leaf."""
     problems = []
-    tops = {os.path.realpath(p) for p in
-            [f"/sys/fs/cgroup/{parent}", *glob.glob(f"/sys/fs/cgroup/*/{parent}")]
-            if os.path.isdir(p)}
-    for top in sorted(tops):
+    for top in _cgroup_tops(parent):
         for dirpath, _, _ in sorted(os.walk(top), key=lambda w: -w[0].count("/")):
             if dirpath != top:
                 problems.append(f"cgroup {dirpath} left by a container")
@@ -261,8 +298,8 @@ RUNTIMES = ("runc", "mrun")
 
 
 @pytest.fixture(scope="module")
-def docker_data(rootfs, tmp_path_factory):
-    """The module's data-root, with IMAGE imported into it."""
+def docker_daemon(rootfs, tmp_path_factory):
+    """The module's dockerd, with IMAGE imported into its data-root."""
     base = tmp_path_factory.mktemp("docker")
     data = str(base / "data")
     layer = str(base / "busybox.tar")
@@ -273,20 +310,23 @@ def docker_data(rootfs, tmp_path_factory):
         r = daemon("import", "--change", 'CMD ["sh"]', layer, IMAGE)
         assert r.rc == 0, f"docker import failed:\n{r!r}\n--- dockerd log ---\n" \
                           f"{daemon.log_tail()}"
+        yield daemon
     finally:
         problems = daemon.close()
+        M.force_rmtree(data)
     assert not problems, problems
-    yield data
-    M.force_rmtree(data)
 
 
 @pytest.fixture
-def dockerd(docker_data):
-    daemon = Dockerd(docker_data, _cgroup_parent())
-    yield daemon
-    problems = daemon.close()
+def dockerd(docker_daemon):
+    """The module's dockerd, with no container left after the test."""
+    if docker_daemon.proc.poll() is not None:
+        pytest.fail(f"dockerd exited {docker_daemon.proc.returncode} in an earlier test:\n"
+                    f"{docker_daemon.log_tail()}", pytrace=False)
+    yield docker_daemon
+    problems = docker_daemon.remove_containers()
     if problems:
-        pytest.fail("[rootful] after the test: " + "\n".join(problems), pytrace=False)
+        pytest.fail(f"[{M.MODE}] after the test: " + "\n".join(problems), pytrace=False)
 
 
 @pytest.fixture(params=[
@@ -343,10 +383,16 @@ def test_docker_run_cannot_execute_and_not_found(docker):
 
 def test_docker_default_bridge_through_the_setkey_hook(docker, dockerd):
     # The default network: libnetwork's prestart hook (dockerd's own executable, by
-    # /proc/PID/exe) gives eth0 an address on docker0, whose address is the gateway.
-    gateway = docker("network", "inspect", "-f", "{{(index .IPAM.Config 0).Gateway}}",
-                     "bridge").out.strip()
-    assert re.fullmatch(r"\d+\.\d+\.\d+\.\d+", gateway), gateway
+    # /proc/PID/exe) gives eth0 an address on docker0, whose address is the gateway. (Read
+    # on docker0 itself: `network inspect` leaves IPAM's Gateway empty until the daemon
+    # restarts where its first start made the bridge: the module's daemon, whose fresh
+    # network namespace has no docker0.)
+    r = M.run_command(dockerd.nsenter_net("ip", "-4", "-o", "addr", "show", "docker0"),
+                      dockerd.env, DOCKER_TIMEOUT, what="ip addr in dockerd's namespace")
+    M.assert_rc(r)
+    found = re.search(r"inet (\d+\.\d+\.\d+\.\d+)/", r.out)
+    assert found, r
+    gateway = found.group(1)
     server = subprocess.Popen(dockerd.nsenter_net(sys.executable, "-c", (
         "import socket, sys\n"
         "s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
@@ -504,9 +550,11 @@ def test_docker_logs(docker, name):
 
 def test_docker_top(docker, name):
     docker.detach(name, "sh", "-c", "sleep 301 & exec sleep 300")
-    if docker.runtime == "runc" and not M.ROOTFUL:
+    if docker.runtime == "runc" and not M.ROOTFUL and \
+            not os.path.exists("/sys/fs/cgroup/cgroup.controllers"):
         # runc ps lists the processes of the container's cgroup, and rootless Docker on
-        # cgroup v1 gives it none; mrun lists them from its own record of the container.
+        # cgroup v1 gives it none (on v2 the group it starts in will do); mrun lists them
+        # from its own record of the container.
         r = docker("top", name)
         assert r.rc != 0 and "unable to get all container pids" in r.err, r
         return
@@ -547,13 +595,16 @@ def test_docker_restart(docker, name):
 def test_docker_rm_force_of_a_running_container(docker, dockerd, name):
     cid = docker.detach(name, "sleep", "300")
     pid = docker.pid(name)
+    # The container's own group (v1's memory hierarchy, or its v2 group), named after
+    # it below the cgroup parent, which the runtime must remove with it.
+    leaf = _cgroup_dir(pid, "memory") if dockerd.cgroup_parent else None
+    if leaf:
+        assert f"/{dockerd.cgroup_parent}/" in leaf and cid in leaf, leaf
     M.assert_rc(docker("rm", "-f", name))
     assert M.wait_until(lambda: M.process_dead(pid), 10)
     assert docker("ps", "-aq").out.split() == []
-    if dockerd.cgroup_parent:
-        leaves = [d for d in glob.glob(f"/sys/fs/cgroup/*/{dockerd.cgroup_parent}/*")
-                  if cid in d]
-        assert leaves == [], leaves
+    if leaf:
+        assert M.wait_until(lambda: not os.path.exists(leaf), 10), f"{leaf} left"
 
 
 def test_docker_events(docker, name):

@@ -43,6 +43,8 @@ deleg=$cg/user-$user
 n=0 failed=0
 
 source "$here/tap-lib.sh"
+# shellcheck source=tests/vm/guest/pytest-lib.sh
+source "$here/pytest-lib.sh"
 finish() { tap_finish; }
 
 # ---------------------------------------------------------------- setup
@@ -97,52 +99,6 @@ dmesg -n 1
 
 # ---------------------------------------------------------------- pytest
 k_expr=$(sed -E 's/[[:space:]]+/ or /g; s/^ or //; s/ or $//' <<<"$names")
-
-# junit_tap XML PREFIX NAMES: one record per test case of XML for tap_import, then a
-# "F" record for each of NAMES that matched no case (a renamed test must not vanish).
-junit_tap() {
-    /usr/bin/python3 - "$@" <<'PY'
-import sys
-import xml.etree.ElementTree as ET
-path, prefix, names = sys.argv[1], sys.argv[2], sys.argv[3].split()
-seen = set()
-for case in ET.parse(path).getroot().iter("testcase"):
-    test = case.get("name", "")
-    seen.add(test.split("[")[0])
-    name = f"{prefix}{case.get('classname', '').rsplit('.', 1)[-1]}::{test}"
-    bad = case.find("failure")
-    if bad is None:
-        bad = case.find("error")
-    skipped = case.find("skipped")
-    if bad is not None:
-        print(f"F\t{name}")
-        text = (bad.get("message", "") + "\n" + (bad.text or "")).strip().splitlines()
-        for line in text[-40:]:
-            print(f"#\t{line}")
-    elif skipped is not None:
-        reason = " ".join((skipped.get("message") or "skipped").split())
-        print(f"S\t{name}\t{reason}")
-    else:
-        print(f"P\t{name}")
-for want in names:
-    if want not in seen:
-        print(f"F\t{prefix}{want}: chosen, but no test of that name ran (renamed or removed?)")
-PY
-}
-# tap_import: the records of junit_tap as TAP lines.
-tap_import() {
-    local kind name reason diags=()
-    flush() { ((${#diags[@]})) && diag "${diags[@]}"; diags=(); }
-    while IFS=$'\t' read -r kind name reason; do
-        case $kind in
-        P) flush; ok "$name" ;;
-        S) flush; skip "$name" "$reason" ;;
-        F) flush; not_ok "$name" ;;
-        "#") diags+=("  $name") ;;
-        esac
-    done
-    flush
-}
 
 # run_pytest MODE OVERLAY: run.sh for MODE with MRUN_IT_OVERLAY=OVERLAY; rootless
 # from the delegated subtree, rootful from the root cgroup.
