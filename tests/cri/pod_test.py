@@ -170,6 +170,23 @@ class Pod:
         return r.exit_code, r.stdout.decode(errors="replace"), r.stderr.decode(errors="replace")
 
 
+def update_server(cri, server):
+    """The kubelet's UpdateContainerResources for the server (96Mi, 20% of a CPU, shares
+    512); the error's text, "" when it worked."""
+    try:
+        cri.UpdateContainerResources(container_id=server, linux={
+            "cpu_period": 100000, "cpu_quota": 20000, "cpu_shares": 512,
+            "memory_limit_in_bytes": 96 * MIB})
+        return ""
+    except Exception as e:
+        return str(e)
+
+
+def burn_cpu(pod, server):
+    """A little CPU used in the server's cgroup, so that its usage is not zero."""
+    pod.exec(server, "sh", "-c", "i=0; while [ $i -lt 5000 ]; do i=$((i+1)); done", timeout=120)
+
+
 def check_update_and_stats_v1(tap, t, cri, pod, server):
     """UpdateContainerResources and ContainerStats on a cgroup v1 (or hybrid) host: the
     limits in the server's own groups of the memory and cpu hierarchies, as runc writes
@@ -181,19 +198,13 @@ def check_update_and_stats_v1(tap, t, cri, pod, server):
               read(f"{cpu}/cpu.cfs_period_us"))
     tap.ok(f"{t} the server's v1 groups ({memory}, {cpu}) have its limits from CreateContainer",
            before == (str(128 * MIB), "50000", "100000"), before)
-    try:
-        cri.UpdateContainerResources(container_id=server, linux={
-            "cpu_period": 100000, "cpu_quota": 20000, "cpu_shares": 512,
-            "memory_limit_in_bytes": 96 * MIB})
-        err = ""
-    except Exception as e:
-        err = str(e)
+    err = update_server(cri, server)
     after = (read(f"{memory}/memory.limit_in_bytes"), read(f"{cpu}/cpu.cfs_quota_us"),
              read(f"{cpu}/cpu.shares"))
     tap.ok(f"{t} UpdateContainerResources on v1: memory.limit_in_bytes 96Mi, "
            "cpu.cfs_quota_us 20000, cpu.shares 512",
            not err and after == (str(96 * MIB), "20000", "512"), err, after)
-    pod.exec(server, "sh", "-c", "i=0; while [ $i -lt 5000 ]; do i=$((i+1)); done", timeout=120)
+    burn_cpu(pod, server)
     usage0 = int(read(f"{cpuacct}/cpuacct.usage"))
     stats = cri.ContainerStats(container_id=server).stats
     usage1 = int(read(f"{cpuacct}/cpuacct.usage"))
@@ -326,13 +337,7 @@ def run_pod(tap, cri, daemon, handler, work, capture, resources):
             before = (read(f"{leaf}/memory.max"), read(f"{leaf}/cpu.max"))
             tap.ok(f"{t} the server's cgroup {leaf} has its limits from CreateContainer",
                    before == (str(128 * MIB), "50000 100000"), before)
-            try:
-                cri.UpdateContainerResources(container_id=server, linux={
-                    "cpu_period": 100000, "cpu_quota": 20000, "cpu_shares": 512,
-                    "memory_limit_in_bytes": 96 * MIB})
-                err = ""
-            except Exception as e:
-                err = str(e)
+            err = update_server(cri, server)
             after = (read(f"{leaf}/memory.max"), read(f"{leaf}/cpu.max"),
                      read(f"{leaf}/cpu.weight"))
             rc, inside, _ = pod.exec(server, "cat", "/sys/fs/cgroup/memory.max")
@@ -344,9 +349,7 @@ def run_pod(tap, cri, daemon, handler, work, capture, resources):
                    not err and after[:2] == (str(96 * MIB), "20000 100000") and
                    after[2] in ("20", "59") and
                    inside.strip() == str(96 * MIB), err, after, inside)
-            # Burn a little CPU in the server's cgroup so its usage is not zero.
-            pod.exec(server, "sh", "-c", "i=0; while [ $i -lt 5000 ]; do i=$((i+1)); done",
-                     timeout=120)
+            burn_cpu(pod, server)
             usec0 = int(read(f"{leaf}/cpu.stat").split()[1]) * 1000
             stats = cri.ContainerStats(container_id=server).stats
             usec1 = int(read(f"{leaf}/cpu.stat").split()[1]) * 1000
