@@ -643,9 +643,9 @@ void convert_namespaces(const Linux& l, std::uint32_t uid, std::uint32_t gid,
   c.namespaces.mount = request("mount");
   c.namespaces.time = request("time");
   if (c.namespaces.mount.source == runtime::NamespaceSource::callers) {
-    throw unsupported("linux.namespaces",
-                      "sharing the caller's mount namespace (mrun sets the rootfs up in a "
-                      "mount namespace of the container's: add {\"type\": \"mount\"})");
+    // The container sets its root up in a mount namespace of its own and then enters
+    // the caller's keeping that root (container_init.cpp): nothing is mounted on the host.
+    log.debug("oci: no mount namespace asked for; the container enters the caller's");
   }
   if (c.namespaces.uts.source == runtime::NamespaceSource::callers &&
       ((!c.hostname.empty()) || !c.domainname.empty())) {

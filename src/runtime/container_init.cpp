@@ -24,6 +24,7 @@
 #include "runtime/hooks.hpp"
 #include "runtime/reaper.hpp"
 #include "sys/fs.hpp"
+#include "sys/mount_fd.hpp"
 #include "sys/syscalls.hpp"
 
 namespace mrun::runtime {
@@ -161,6 +162,21 @@ void mount_rootfs(const LaunchSpec& spec, const ContainerEnd& sync) {
   // namespace does.
   sys::unshare_namespaces(CLONE_NEWNS, "enter a mount namespace of the container's own");
   spec.log.debug("overlay: fuse");
+}
+
+// linux.namespaces without a mount entry: the container shares the caller's mount
+// namespace, as runc's does, but its rootfs and config.mounts were made in a namespace of
+// its own, which it now leaves keeping (a copy of) that root. Nothing is ever mounted in
+// the caller's namespace, so nothing is left there however mrun ends; the mounts go with
+// the last process whose root they are. After the last mount (the console's): the root
+// lies in no namespace from here on, and mount(2) refuses paths there.
+void enter_callers_mount_namespace(const LaunchSpec& spec) {
+  if (spec.callers_mount_fd < 0) return;
+  if (int err = sys::enter_mount_namespace_keeping_root(spec.callers_mount_fd); err != 0) {
+    throw_errno(err, "config.json: linux.namespaces: enter the caller's mount namespace",
+                "add {\"type\": \"mount\"} to linux.namespaces");
+  }
+  ::close(spec.callers_mount_fd);
 }
 
 void prepare_workdir(const std::string& workdir) {
@@ -392,6 +408,7 @@ void container_main(const LaunchSpec& spec, const ContainerEnd& sync, const Uniq
     } else {
       attach_stdio(spec);
     }
+    enter_callers_mount_namespace(spec);
     prepare_workdir(spec.config.workdir);
     // While still dumpable (--init's PID 1 is not, and then cannot open its own file):
     // the reaper and the command share it (runtime/become_command.hpp).

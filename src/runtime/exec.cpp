@@ -238,6 +238,17 @@ Joined namespaces_to_join(pid_t pid) {
   return joined;
 }
 
+// A container in its caller's mount namespace (no mount entry in its config) has a root
+// that joining its namespaces does not give: the process takes its init's. runc's exec
+// keeps the host's root there; the container's own files are what exec promises.
+UniqueFd root_to_enter(pid_t pid, const Joined& joined) {
+  if ((joined.nstypes & CLONE_NEWNS) != 0) return {};
+  const std::string path = "/proc/" + std::to_string(pid) + "/root";
+  UniqueFd root(::open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!root) throw_errno("open " + path + " (the container's root)");
+  return root;
+}
+
 // The process itself, inside every namespace of the container (its mount namespace and
 // root too: /etc/passwd is the container's own file).
 [[noreturn]] void exec_process(const ExecRequest& request, const security::SecurityPlan& plan,
@@ -307,6 +318,7 @@ int exec_in_container(const ContainerState& state, const ExecRequest& request,
     throw Error("cannot exec in a stopped container");
   }
   Joined joined = namespaces_to_join(state.pid);
+  UniqueFd container_root = root_to_enter(state.pid, joined);
 
   MRUN_PHASE("exec:looked-up");
   SignalBlock blocked_signals;  // forwarded to the process once it runs, never lost
@@ -337,6 +349,8 @@ int exec_in_container(const ContainerState& state, const ExecRequest& request,
         sys::write_file(state.devices_v1 + "/cgroup.procs", std::to_string(::getpid()));
       }
       sys::setns_pidfd(target.get(), joined.nstypes, "container " + state.name);
+      if (container_root)
+        sys::chroot_to(container_root.get(), "container " + state.name + "'s root");
       // CLONE_PARENT: the process is mrun exec's child (waitable, its signals forwarded),
       // and the first in the container's pid namespace this process cannot enter itself.
       auto process = sys::clone_with_pidfd(CLONE_PARENT, 0);

@@ -40,6 +40,9 @@ struct LaunchSpec {
   // its rootfs is then set up, as runc does.
   int join_mount_fd = -1;
   int join_time_fd = -1;
+  // linux.namespaces without a mount entry: the caller's mount namespace, which the
+  // container enters once its root is set up in a namespace of its own (-1: it keeps that).
+  int callers_mount_fd = -1;
   // Rootless: stop after pivot_root and send need_device_grant (the nodes are there to
   // be mounted over, the command not yet run); see runtime/device_access.hpp.
   bool device_grants = false;

@@ -382,6 +382,14 @@ void check_inputs(const ContainerConfig& config, const PrivilegeModel& privilege
                                         : "create it first, or remove the mount from config.json");
     }
   }
+  // Only root of the caller's user namespace may enter its mount namespace (setns needs
+  // CAP_SYS_ADMIN over the namespace's owner); runc fails here too, at its first mount.
+  if (config.namespaces.mount.source == NamespaceSource::callers && privilege.new_user_namespace) {
+    throw Error(
+        "config.json: linux.namespaces: without a mount entry the container shares the "
+        "caller's mount namespace, which a container in another user namespace may not enter",
+        EPERM, "add {\"type\": \"mount\"}, or run it as root without a user namespace");
+  }
   // Devices too, before anything is made: a missing node or a block device fails with
   // 125 and leaves nothing behind.
   for (const auto& d : config.devices) mount::inspect_device(d);
@@ -514,6 +522,15 @@ UniqueFd open_joined_user_namespace(const ContainerConfig& config) {
     throw Error("config.json: linux.namespaces (user): " + path + " is not a user namespace",
                 EINVAL, "give a /proc/PID/ns/user path");
   }
+  return fd;
+}
+
+// linux.namespaces without a mount entry: this process's mount namespace, for the
+// container to enter once its root is set up (container_init.cpp); -1 otherwise.
+UniqueFd open_callers_mount_namespace(const NamespaceRequest& request) {
+  if (request.source != NamespaceSource::callers) return {};
+  UniqueFd fd(::open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC));
+  if (!fd) throw_errno("open /proc/self/ns/mnt (the caller's mount namespace)");
   return fd;
 }
 
@@ -740,6 +757,8 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   UniqueFd joined_time = open_joined(config.namespaces.time, CLONE_NEWTIME, "time");
   spec.join_mount_fd = joined_mount.get();
   spec.join_time_fd = joined_time.get();
+  UniqueFd callers_mount = open_callers_mount_namespace(config.namespaces.mount);
+  spec.callers_mount_fd = callers_mount.get();
   UniqueFd shared_userns;
   if (uses_shared_user_namespace(config, privilege, ids, hooks, joined)) {
     shared_userns = userns::shared_user_namespace(
@@ -786,6 +805,7 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
   joined.leave();
   joined_mount.reset();
   joined_time.reset();
+  callers_mount.reset();
   idmapped.clear();  // the container has its copies
   MRUN_PHASE("run:cloned");
   child_end.close();

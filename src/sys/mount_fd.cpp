@@ -1,6 +1,7 @@
 #include "sys/mount_fd.hpp"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -10,6 +11,7 @@
 
 #include "base/error.hpp"
 #include "base/strings.hpp"
+#include "sys/syscalls.hpp"
 
 namespace mrun::sys {
 
@@ -91,6 +93,16 @@ UniqueFd clone_mount(const std::string& path, bool recursive, const std::string&
   UniqueFd tree(::open_tree(AT_FDCWD, path.c_str(), flags));
   if (!tree) throw_errno("bind " + what);
   return tree;
+}
+
+int enter_mount_namespace_keeping_root(int mntns_fd) {
+  // A copy, not the root itself: when the namespace the root is in goes away the kernel
+  // disconnects every mount below it (/proc, /dev would show empty directories), while
+  // a detached copy's tree, dissolved once its descriptor is closed, stays connected.
+  UniqueFd root = clone_mount("/", true, "the container's root");
+  if (::setns(mntns_fd, CLONE_NEWNS) != 0) return errno;
+  chroot_to(root.get(), "the container's root");
+  return 0;
 }
 
 UniqueFd idmapped_tree(const std::string& path, int userns_fd, bool recursive,

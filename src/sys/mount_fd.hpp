@@ -32,6 +32,13 @@ UniqueFd new_filesystem(const std::string& fstype, const std::string& source,
 UniqueFd clone_mount(int fd, bool recursive, const std::string& what);
 UniqueFd clone_mount(const std::string& path, bool recursive, const std::string& what);
 
+// Enters the mount namespace `mntns_fd` names, keeping a copy of this process's root and
+// every mount below it as its root, and ends in its /: setns alone would reset the root to
+// that namespace's. The copy is detached, in no namespace, so the mounts go with the last
+// process whose root it is. Returns the errno of setns (0 on success), so that the caller
+// can name the namespace and the fix.
+int enter_mount_namespace_keeping_root(int mntns_fd);
+
 // A detached copy of the host path `path` (the mounts below it too with `recursive`),
 // idmapped through the user namespace `userns_fd` (MOUNT_ATTR_IDMAP): a file owned by id
 // N on disk shows as the id N maps to there. Needs CAP_SYS_ADMIN over the filesystem.

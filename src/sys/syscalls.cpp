@@ -96,6 +96,12 @@ void move_root_into(const std::string& new_root) {
   if (::chdir("/") != 0) throw_errno("chdir to / in the new root");
 }
 
+void chroot_to(int dir, const std::string& what) {
+  if (::fchdir(dir) != 0) throw_errno("chdir to " + what);
+  if (::chroot(".") != 0) throw_errno("chroot into " + what);
+  if (::chdir("/") != 0) throw_errno("chdir to / in " + what);
+}
+
 int join_session_keyring(const std::string& name) {
   constexpr long keyctl_join_session_keyring = 1;  // KEYCTL_JOIN_SESSION_KEYRING
   if (::syscall(SYS_keyctl, keyctl_join_session_keyring, name.c_str()) < 0) return errno;

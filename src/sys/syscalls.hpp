@@ -32,6 +32,10 @@ void pivot_into(const std::string& new_root);
 // can climb out of a chroot; only for filesystems pivot_root refuses (an initramfs).
 void move_root_into(const std::string& new_root);
 
+// fchdir(dir) and chroot("."): the root becomes the directory `dir` names, which may lie in
+// another mount namespace (or in none: a detached tree). Ends in / of the new root.
+void chroot_to(int dir, const std::string& what);
+
 // keyctl(KEYCTL_JOIN_SESSION_KEYRING, name): a fresh session keyring, so the container
 // never shares the caller's keys. Returns the errno (0 on success): ENOSYS/EPERM/EACCES
 // (no keyrings, or a seccomp filter of an outer container) are the caller's to judge.

@@ -14,6 +14,7 @@ import tempfile
 import pytest
 
 import mrunlib as M
+from test_oci import _create
 
 
 def _bundle(mrun, tmp_path, rootfs, args, edit=None):
@@ -691,3 +692,119 @@ def _run_as_runc_and_mrun(mrun, image, name, tmp_path, edit):
             subprocess.run([*argv0, "delete", "--force", name], capture_output=True,
                            timeout=M.TIMEOUT, env=mrun.env)
     assert out["mrun"] == out["runc"] == ["0", "0", "200000", "65536"], out
+
+
+# ---- the caller's mount namespace: no mount entry in linux.namespaces ------------
+
+RUNC = "/usr/sbin/runc"
+needs_runc = pytest.mark.skipif(not os.access(RUNC, os.X_OK), reason=f"{RUNC} is not installed")
+
+
+def _shares_callers_mount_namespace(c):
+    """linux.namespaces less its mount entry, and without the masked and read-only paths
+    runc refuses there ("unable to restrict sys entries without a private MNT
+    namespace"): a config both runtimes run."""
+    _with_namespaces(c, mount=None)
+    c["linux"].pop("maskedPaths", None)
+    c["linux"].pop("readonlyPaths", None)
+
+
+def _mounts_under(path):
+    return [m for m in M.host_mounts() if m.point == path or m.point.startswith(path + "/")]
+
+
+def _runc_run(bundle, name, tmp_path, rootfs):
+    """`runc run` of BUNDLE; then what it left mounted on the host under ROOTFS (runc
+    makes the config's mounts in the host's namespace there and never removes them),
+    which is unmounted before returning: (result, leftover mount points)."""
+    root = str(tmp_path / "runc-root")
+    try:
+        r = subprocess.run([RUNC, "--root", root, "run", "-b", str(bundle), name],
+                           capture_output=True, text=True, timeout=M.TIMEOUT,
+                           stdin=subprocess.DEVNULL)
+    finally:
+        subprocess.run([RUNC, "--root", root, "delete", "--force", name],
+                       capture_output=True, timeout=M.TIMEOUT)
+        left = [m.point for m in _mounts_under(rootfs)]
+        if left:
+            subprocess.run(["umount", "-R", rootfs], check=True, timeout=M.TIMEOUT)
+    return r, left
+
+
+@needs_runc
+@pytest.mark.skipif(not M.ROOTFUL, reason="rootful: rootless, both refuse (test below)")
+def test_callers_mount_namespace_as_runc_and_nothing_left_on_the_host(mrun, private_rootfs,
+                                                                       name, tmp_path):
+    """The same bundle under runc and mrun: the command's exit code and what it sees (/,
+    /dev of the config's tmpfs, its own /proc of a new PID namespace, the host's mount
+    namespace) are runc's. runc leaves the config's mounts on the host; mrun none. Its
+    /proc/self/mountinfo lists nothing: the root lies in no namespace's tree
+    (mrun-oci(1), NAMESPACES)."""
+    # /dev/core: mrun links it whether or not the kernel has /proc/kcore, runc only when
+    # it has (this host's has not), with a mount namespace or without.
+    script = ("ls /; ls /dev | grep -vx core; tr '\\0' ' ' </proc/1/cmdline; echo; "
+              "readlink /proc/self/ns/mnt; test -w /dev/null && echo dev-ok; "
+              "wc -l </proc/self/mountinfo; exit 3")
+    bundle = _bundle(mrun, tmp_path, private_rootfs, ["sh", "-c", script],
+                     _shares_callers_mount_namespace)
+    theirs, runc_left = _runc_run(bundle, name, tmp_path, private_rootfs)
+    ours = _run(mrun, bundle, name)
+    assert theirs.returncode == 3, theirs
+    assert ours.rc == 3, ours
+    *seen, mountinfo_lines = ours.lines
+    assert seen == theirs.stdout.splitlines()[:-1], f"mrun:\n{ours!r}\nrunc:\n{theirs}"
+    assert _ns("self", "mnt") in seen and "dev-ok" in seen, ours
+    assert sorted(os.listdir(private_rootfs))[0] == seen[0], ours
+    assert mountinfo_lines == "0", ours
+    assert runc_left, "runc left nothing mounted: mrun-oci(1) says it does"
+    assert not _mounts_under(private_rootfs), M.host_mounts()
+
+
+@pytest.mark.skipif(not M.ROOTFUL, reason="rootful: rootless is refused (test below)")
+def test_callers_mount_namespace_while_running_exec_and_masked_paths(mrun, private_rootfs,
+                                                                     name, tmp_path):
+    """While the container runs the host has no mount of it either; `mrun exec` gets the
+    container's root (runc's exec keeps the host's), in the caller's mount namespace; the
+    masked and read-only paths runc refuses there are applied."""
+    def edit(c):
+        _with_namespaces(c, mount=None)
+        c["linux"]["maskedPaths"] = ["/proc/timer_list"]
+        c["linux"]["readonlyPaths"] = ["/proc/sys"]
+    bundle = _bundle(mrun, tmp_path, private_rootfs, ["sleep", "300"], edit)
+    try:
+        M.assert_rc(_create(mrun, "--bundle", bundle, name))
+        M.assert_rc(mrun("start", name))
+        assert not _mounts_under(private_rootfs), M.host_mounts()
+        script = ("ls /; readlink /proc/self/ns/mnt; wc -c </proc/timer_list; "
+                  "echo 1 2>/dev/null >/proc/sys/kernel/ns_last_pid || echo sys-ro")
+        r = mrun("exec", name, "sh", "-c", script)
+        M.assert_rc(r)
+        entries = sorted(os.listdir(private_rootfs))
+        assert r.lines == entries + [_ns("self", "mnt"), "0", "sys-ro"], r
+    finally:
+        mrun("delete", "--force", name)
+    assert not _mounts_under(private_rootfs), M.host_mounts()
+
+
+@needs_runc
+def test_callers_mount_namespace_in_a_new_user_namespace_is_refused(mrun, private_rootfs, name,
+                                                                    tmp_path):
+    """A process in a new user namespace may not enter the host's mount namespace:
+    rootless (mrun always makes one) and rootful with linux.uidMappings. runc fails at
+    its first mount (exit 1); mrun refuses before anything is made, with its 125 naming
+    the fix. Neither leaves a mount."""
+    def edit(c):
+        _shares_callers_mount_namespace(c)
+        if M.ROOTFUL:
+            _with_namespaces(c, user=True)
+            c["linux"]["uidMappings"] = [{"containerID": 0, "hostID": 0, "size": 65536}]
+            c["linux"]["gidMappings"] = [{"containerID": 0, "hostID": 0, "size": 65536}]
+    bundle = _bundle(mrun, tmp_path, private_rootfs, ["true"], edit)
+    theirs, runc_left = _runc_run(bundle, name, tmp_path, private_rootfs)
+    assert theirs.returncode == 1 and "operation not permitted" in theirs.stderr, theirs
+    assert not runc_left, runc_left
+    r = mrun("run", "--bundle", bundle, name)
+    M.assert_mrun_error(r, mentions=["linux.namespaces", "caller's mount namespace",
+                                     '{"type": "mount"}'])
+    M.assert_mrun_error(mrun("state", name), mentions=["does not exist"])
+    assert not _mounts_under(private_rootfs), M.host_mounts()
