@@ -26,22 +26,34 @@ namespace {
 
 // Opening the fifo for reading releases the container's open for writing; it then runs
 // its startContainer hooks and writes its record (runtime/exec_fifo.hpp): the go byte,
-// then it execs, or why it stopped. Non-blocking, so a container that died meanwhile is
-// an error, not a hang.
-void release_exec_fifo(const std::string& fifo, const std::string& id) {
+// then it execs, or why it stopped. As long as the container lives, start waits for that
+// record however long its hooks take (as runc does; a hook's own timeout bounds it).
+// Non-blocking, with a look at the container between polls: a FIFO whose writer never
+// opened it reports no hang-up, so a container that died before its open would
+// otherwise be waited for forever.
+UniqueFd open_exec_fifo_for_start(const std::string& fifo, const std::string& id) {
   UniqueFd fd(::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (!fd && errno == ENOENT) {
+    throw Error("container " + id + " is being started by another `mrun start`", EBUSY);
+  }
   if (!fd) throw_errno("open exec fifo " + fifo);
-  struct pollfd p {
-    fd.get(), POLLIN, 0
-  };
-  int ready;
-  do {
-    ready = ::poll(&p, 1, 10000);
-  } while (ready < 0 && errno == EINTR);
-  char record[PIPE_BUF];
-  ssize_t n = ready > 0 ? ::read(fd.get(), record, sizeof record) : 0;
-  check_start_record(std::string_view(record, n > 0 ? static_cast<std::size_t>(n) : 0), id);
   ::unlink(fifo.c_str());
+  return fd;
+}
+
+void wait_for_start_record(const UniqueFd& fifo, const ContainerState& state) {
+  struct pollfd p {
+    fifo.get(), POLLIN, 0
+  };
+  int ready = 0;
+  while (true) {
+    ready = ::poll(&p, 1, 1000);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready != 0 || !process_alive(state.pid, state.pid_start)) break;
+  }
+  char record[PIPE_BUF];
+  ssize_t n = ready > 0 ? ::read(fifo.get(), record, sizeof record) : 0;
+  check_start_record(std::string_view(record, n > 0 ? static_cast<std::size_t>(n) : 0), state.name);
 }
 
 // The config's poststart hooks, from the state dir (a bundle may have changed since
@@ -79,8 +91,10 @@ ContainerState existing_container(const StateStore& store, const std::string& id
 void start_container(const Context& ctx, const std::string& id) {
   StateStore store(ctx.state_root);
   ContainerState state;
+  UniqueFd fifo;
   {
-    // Under the lock from check to record: two concurrent starts never both release it.
+    // Under the lock from check to open: of two concurrent starts only the first finds
+    // the fifo, which it unlinks.
     StateLock lock(store.root());
     state = existing_container(store, id);
     switch (effective_status(state)) {
@@ -89,9 +103,21 @@ void start_container(const Context& ctx, const std::string& id) {
       case Status::running: throw Error("cannot start an already running container");
       case Status::creating: throw Error("cannot start a container in the creating state");
     }
-    release_exec_fifo(store.dir_of(id) + "/exec.fifo", id);
+    fifo = open_exec_fifo_for_start(store.dir_of(id) + "/exec.fifo", id);
+  }
+  // Outside the lock: the startContainer hooks run now, and other containers' verbs
+  // must not wait for them.
+  wait_for_start_record(fifo, state);
+  {
+    // The monitor records `running` too once it sees the exec, and `stopped` at the
+    // exit: only a record still saying `created` is changed.
+    StateLock lock(store.root());
+    auto now = store.read(id);
+    if (now && now->status == Status::created) {
+      now->status = Status::running;
+      store.write(*now);
+    }
     state.status = Status::running;
-    store.write(state);
   }
   // Outside the lock: a hook may well ask `mrun state`.
   run_poststart_hooks(store, state, ctx);

@@ -585,6 +585,36 @@ def test_failing_start_container_hook_fails_start_and_stops_the_container(
         _runc(root, "delete", "--force", name)
 
 
+def test_a_long_start_container_hook_is_waited_for_without_holding_other_verbs(
+        mrun, rootfs, name, tmp_path):
+    """A startContainer hook may take longer than any fixed wait: `mrun start` waits as
+    long as the container lives (as runc's start does not give up either), and other
+    verbs go on meanwhile."""
+    bundle = _bundle(mrun, tmp_path, rootfs, ["/bin/sleep", "1000"])
+    config = json.loads((bundle / "config.json").read_text())
+    config["hooks"] = {"startContainer": [{"path": "/bin/sh", "args": ["sh", "-c", "sleep 12"]}]}
+    (bundle / "config.json").write_text(json.dumps(config))
+    other = name + "-other"
+    try:
+        M.assert_rc(_create(mrun, "--bundle", bundle, name))
+        began = time.monotonic()
+        start = mrun.popen("start", name, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE)
+        time.sleep(1)
+        assert start.poll() is None, "start returned before its hook ended"
+        # The state lock is free while the hook runs: another container is made and gone.
+        M.assert_rc(mrun("run", "--rm", "--name", other, rootfs, "/bin/true", timeout=10))
+        out, err = start.communicate(timeout=40)
+        assert start.returncode == 0, err.decode(errors="replace")
+        assert time.monotonic() - began >= 12
+        assert _wait_status(mrun, name, "running")["status"] == "running"
+        M.assert_mrun_error(mrun("start", name),
+                            mentions=["cannot start an already running container"])
+    finally:
+        mrun("delete", "--force", name)
+        mrun("delete", "--force", other)
+
+
 def test_missing_command_fails_create_as_with_runc(mrun, rootfs, name, tmp_path):
     """The command is looked up before `created` (as runc's init does): a missing one fails
     create with runc's words, and nothing is left for start."""
