@@ -26,11 +26,7 @@ namespace {
 
 // Opening the fifo for reading releases the container's open for writing; it then runs
 // its startContainer hooks and writes its record (runtime/exec_fifo.hpp): the go byte,
-// then it execs, or why it stopped. As long as the container lives, start waits for that
-// record however long its hooks take (as runc does; a hook's own timeout bounds it).
-// Non-blocking, with a look at the container between polls: a FIFO whose writer never
-// opened it reports no hang-up, so a container that died before its open would
-// otherwise be waited for forever.
+// then it execs, or why it stopped. Unlinked at once: a second start finds no fifo.
 UniqueFd open_exec_fifo_for_start(const std::string& fifo, const std::string& id) {
   UniqueFd fd(::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
   if (!fd && errno == ENOENT) {
@@ -41,6 +37,10 @@ UniqueFd open_exec_fifo_for_start(const std::string& fifo, const std::string& id
   return fd;
 }
 
+// As long as the container lives, start waits for its record however long its hooks
+// take (as runc does; a hook's own timeout bounds it). Non-blocking, with a look at the
+// container between polls: a FIFO whose writer never opened it reports no hang-up, so a
+// container that died before its open would otherwise be waited for forever.
 void wait_for_start_record(const UniqueFd& fifo, const ContainerState& state) {
   struct pollfd p {
     fifo.get(), POLLIN, 0
