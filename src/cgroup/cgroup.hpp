@@ -103,6 +103,9 @@ class Leaf {
   std::uint64_t oom_kills() const;
   // Kills what is left (cgroup.kill) and removes the directory; false if it stayed.
   bool remove() noexcept;
+  // Gives the directory up without removing it: it stays, recorded in the state, for
+  // `delete` to remove (remove_leaf).
+  void keep() noexcept { path_.clear(); }
 
  private:
   std::string path_;

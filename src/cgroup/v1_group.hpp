@@ -69,6 +69,9 @@ class V1Group {
   std::uint64_t oom_kills() const;
   // Removes every directory (the processes must be gone); false if one stayed.
   bool remove() noexcept;
+  // Gives the directories up without removing them: they stay, recorded in the state,
+  // for `delete` to remove (remove_v1_dirs).
+  void keep() noexcept { dirs_.clear(); }
 
  private:
   V1Dirs dirs_;

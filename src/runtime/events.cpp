@@ -49,7 +49,7 @@ void container_events(const Context& ctx, const std::string& id, bool stats_once
   const ContainerState state = existing_container(store, id);
   if (!running(state)) {
     throw Error("container " + id + " is not running", 0,
-                "events come from its cgroup, which goes when it stops");
+                "events come from the cgroup of a running container");
   }
   const Source source{state};
   if (!source.exists()) {

@@ -984,11 +984,18 @@ int run_container(const ContainerConfig& config, const Context& ctx, const Launc
                   std::to_string(kills) + " process(es) at its memory limit (--memory)");
     if (reap) status = 128 + SIGKILL;
   }
-  if (leaf) {
+  // An engine's container (OCI create) keeps its cgroup until `delete`, as runc's does:
+  // the engine reads the OOM kills there after the exit (containerd's shim watches
+  // memory.events and reads it when told of a change), so removing it here races that.
+  if (held) {
+    if (leaf) leaf->keep();
+    if (v1_group) v1_group->keep();
+  }
+  if (leaf && !held) {
     if (!leaf->remove()) ctx.log.warn("could not remove cgroup " + state.cgroup);
     state.cgroup.clear();
   }
-  if (v1_group) {
+  if (v1_group && !held) {
     if (!v1_group->remove()) ctx.log.warn("could not remove the cgroup v1 group of " + config.name);
     state.cgroup_v1.clear();
   }

@@ -145,6 +145,36 @@ def test_oom_kill_is_reported_and_exits_137(mrun, rootfs, name, tmp_path):
 
 
 @needs_cgroup
+def test_a_created_containers_leaf_outlives_its_exit_until_delete(mrun, private_rootfs, name,
+                                                                  tmp_path):
+    """An engine reads a container's OOM kills from its leaf after the exit (containerd's
+    shim watches memory.events; Docker's OOMKilled): the leaf stays until `delete`, as
+    runc's does, then goes."""
+    if not os.access(HOG, os.X_OK):
+        pytest.skip(f"hog not staged next to mrun-probe ({HOG})")
+    from test_oci import _create
+
+    def edit(config):
+        config["linux"]["resources"] = {"memory": {"limit": 64 << 20, "swap": 64 << 20}}
+        config["mounts"].append({"destination": "/hog", "type": "bind", "source": HOG,
+                                 "options": ["bind", "ro"]})
+    bundle = M.oci_bundle(mrun, tmp_path, private_rootfs, ["/hog", "400"], edit)
+    try:
+        M.assert_rc(_create(mrun, "--bundle", bundle, name))
+        with open(os.path.join(M.state_dir(), name, "state.json")) as f:
+            leaf = json.load(f)["cgroup"]
+        assert leaf, "no leaf of its own"
+        M.assert_rc(mrun("start", name))
+        assert M.wait_until(lambda: '"stopped"' in mrun("state", name).out, 30)
+        with open(f"{leaf}/memory.events") as f:
+            events = dict(line.split() for line in f.read().splitlines())
+        assert int(events["oom_kill"]) >= 1, events
+    finally:
+        M.assert_rc(mrun("delete", "--force", name))
+    assert not os.path.exists(leaf), "delete left the leaf"
+
+
+@needs_cgroup
 def test_limits_are_visible_in_the_containers_own_cgroup(mrun, rootfs, name):
     r = mrun("run", "--rm", "--name", name, "--network", "none", "--cpus", "0.5",
              "--pids-limit", "20", rootfs, "/bin/sh", "-c",

@@ -272,6 +272,52 @@ def test_memory_limit_kills_a_hog_with_137(mrun, rootfs, name):
     assert "OOM killer" in r.err, r
 
 
+def _oom_kills_after_exit(state_of, name):
+    """Once started container NAME, killed at its memory limit, is stopped (STATE_OF()
+    gives its `state` output): its group's oom_kill count, read while the group is still
+    there (as containerd's shim reads it after the exit), or None when it is gone."""
+    path = f"{MEMORY}/{PARENT}/{name}/memory.oom_control"
+    assert M.wait_until(lambda: '"stopped"' in state_of(), 30), f"{name} did not stop"
+    try:
+        oom = _read(path)
+    except FileNotFoundError:
+        return None
+    return int(next(x.split()[1] for x in oom.splitlines() if x.startswith("oom_kill ")))
+
+
+def test_a_created_containers_group_outlives_its_exit_until_delete(mrun, private_rootfs,
+                                                                   name, tmp_path):
+    """An engine reads a container's OOM kills from its group after the exit (Docker's
+    OOMKilled): runc keeps the group until `delete`, and so must mrun."""
+    if not os.access(HOG, os.X_OK):
+        pytest.skip(f"hog not staged next to mrun-probe ({HOG})")
+
+    def edit(config):
+        config["linux"]["resources"] = {"memory": {"limit": 64 << 20, "swap": 64 << 20}}
+        config["linux"]["cgroupsPath"] = f"/{PARENT}/{name}"
+        config["mounts"].append({"destination": "/hog", "type": "bind", "source": HOG,
+                                 "options": ["bind", "ro"]})
+    bundle = M.oci_bundle(mrun, tmp_path, private_rootfs, ["/hog", "400"], edit)
+    root = str(tmp_path / "runc-root")
+    try:
+        assert _runc("--root", root, "create", "-b", str(bundle), name).returncode == 0
+        assert _runc("--root", root, "start", name).returncode == 0
+        theirs = _oom_kills_after_exit(lambda: _runc("--root", root, "state", name).stdout,
+                                       name)
+    finally:
+        _runc("--root", root, "delete", "--force", name)
+    try:
+        M.assert_rc(_create(mrun, "--bundle", bundle, name))
+        M.assert_rc(mrun("start", name))
+        ours = _oom_kills_after_exit(lambda: mrun("state", name).out, name)
+        assert _dirs_named(f"/{PARENT}/{name}") != [], "the group went before delete"
+    finally:
+        M.assert_rc(mrun("delete", "--force", name))
+    assert theirs is not None and theirs >= 1, f"runc: {theirs}"
+    assert ours is not None and ours >= 1, f"mrun: {ours}"
+    assert _dirs_named(f"/{PARENT}/{name}") == [], "delete left a directory"
+
+
 def test_pids_limit_stops_forks(mrun, rootfs, name):
     script = "i=0; while [ $i -lt 30 ]; do sleep 5 & i=$((i+1)); done; echo forked"
     r = mrun("run", "--rm", "--name", name, "--network", "none", "--pids-limit", "8", rootfs,

@@ -25,7 +25,7 @@ source "$here/suite-lib.sh"
 # Four pytest runs: about 10 minutes on an idle machine, 36 on a loaded one.
 SUITE_TIMEOUT=2400 suite_init integration "$@"
 
-# The chosen tests (pytest -k, by function name: every parameter of each), 27 cases
+# The chosen tests (pytest -k, by function name: every parameter of each), 28 cases
 # per mode and overlay; why these, and what they cost under TCG: tests/vm/README.md.
 tests=(
     # run: arguments, exit codes, the process, namespaces and ids
@@ -56,6 +56,8 @@ tests=(
     # cgroup v2 limits (the OOM kill, with each overlay)
     test_oom_kill_is_reported_and_exits_137
     test_limits_are_visible_in_the_containers_own_cgroup
+    # an engine's container keeps its leaf (its OOM kills) until delete
+    test_a_created_containers_leaf_outlives_its_exit_until_delete
 )
 overlays="native fuse"
 set -- "${SUITE_ARGS[@]+"${SUITE_ARGS[@]}"}"
