@@ -13,9 +13,12 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <set>
 #include <thread>
+#include <tuple>
 #include <type_traits>
 
 #include "base/error.hpp"
@@ -599,420 +602,543 @@ void sweep_leftovers(const Context& ctx, Sweep scope) {
   }
 }
 
-int run_container(const ContainerConfig& config, const Context& ctx, const LaunchHooks& hooks) {
-  validate(config);
-  const PrivilegeModel privilege =
-      privilege_model_for(::getuid(), &config, userns::in_initial_user_namespace());
-  check_inputs(config, privilege);
-  StateStore store(ctx.state_root);
-  store.ensure_root();
+namespace {
+
+// One container's launch, as named stages in the order they run (run()). What a stage
+// makes, and must undo should a later stage fail, is a member declared after those of
+// the stages before it: members are destroyed in reverse, so a failure anywhere undoes
+// the earlier stages' work last-made-first, and no guard order is kept by hand. Once
+// the container runs (or, for OCI create, is held) the undo is dismissed: from then on
+// its exit, `delete` or `kill` decide what goes.
+class Launch {
+ public:
+  Launch(const ContainerConfig& config, const Context& ctx, const LaunchHooks& hooks)
+      : config_(config), ctx_(ctx), hooks_(hooks), store_(ctx.state_root) {}
+
+  int run() {
+    check_and_plan();
+    claim_state();
+    make_storage_and_cgroup();
+    clone_child();
+    place_child();
+    serve_setup();
+    record_running();
+    const int status = wait_for_exit();
+    record_exit(status);
+    return status;
+  }
+
+ private:
+  using Undo = std::optional<ScopeGuard<std::function<void()>>>;
+
+  void check_and_plan();
+  void claim_state();
+  void remove_claim(bool keep_spare);
+  void make_storage_and_cgroup();
+  void clone_child();
+  sys::CloneResult clone_into_namespaces();
+  void kill_child();
+  void place_child();
+  void serve_setup();
+  void handle(SyncMessage<ToMonitor>& message);
+  void hold_created();
+  void record_running();
+  int wait_for_exit();
+  void release_cgroup();
+  void record_exit(int status);
+
+  const ContainerConfig& config_;
+  const Context& ctx_;
+  const LaunchHooks& hooks_;
+  StateStore store_;
+
+  // check_and_plan: decided before anything is made, so bad input leaves nothing.
+  PrivilegeModel privilege_;
+  cgroup::Request cgroup_req_;
+  cgroup::Plan cgroup_plan_;
+  std::optional<DeviceAccess> device_access_;
+  mount::DeviceMounts device_mounts_;
+  userns::IdMapPlan ids_;
+  UniqueFd spare_net_request_;
+
+  // claim_state: the name and its record, undone by remove_claim.
+  std::string storage_;
+  ContainerState state_;
+  bool subordinate_ = false;
+  Undo undo_claim_;
+
+  // make_storage_and_cgroup: each removes itself when destroyed.
+  std::optional<net::NetworkFiles> network_files_;
+  std::optional<cgroup::Leaf> leaf_;
+  std::optional<cgroup::V1Group> v1_group_;
+  LaunchSpec spec_;
+
+  // clone_child and place_child. The devices group is destroyed (removed) only after
+  // undo_child_ below has killed and reaped the container.
+  std::optional<cgroup::DevicesV1Group> devices_v1_;
+  std::optional<SignalBlock> blocked_signals_;
+  UniqueFd self_pidfd_;
+  MonitorEnd parent_end_;
+  ContainerEnd child_end_;
+  std::optional<NamespaceJoin> joined_;
+  bool join_in_container_ = false;
+  sys::CloneResult child_;
+  // A sibling for OCI create (see LaunchHooks::container_to_callers_reaper). The kernel
+  // refuses CLONE_PARENT only from a pid namespace's init, which the monitor never is.
+  bool reap_ = true;
+  bool mapped_ = false;
+  std::optional<sys::SpawnedProcess> fuse_;
+  Undo undo_child_;
+  // Destroyed (stopped) before undo_child_ kills the container on failure.
+  std::unique_ptr<net::AttachedNetwork> network_;
+
+  // serve_setup
+  UniqueFd pty_master_;
+  std::optional<Error> setup_error_;
+  bool held_ = false;  // OCI create: reported created, so its state outlives a failed exec
+  std::set<ToMonitor> may_ask_;
+};
+
+void Launch::check_and_plan() {
+  validate(config_);
+  privilege_ = privilege_model_for(::getuid(), &config_, userns::in_initial_user_namespace());
+  check_inputs(config_, privilege_);
+  store_.ensure_root();
   MRUN_PHASE("run:checked");
-  sweep_leftovers(ctx);
+  sweep_leftovers(ctx_);
   MRUN_PHASE("run:swept");
   // Where its cgroup goes: decided before anything is made, so a limit that cannot be
   // honoured (no delegated subtree) fails with 125 and leaves nothing behind.
-  const cgroup::Request cgroup_req = cgroup_request(config, privilege);
-  const cgroup::Plan cgroup_plan = cgroup::plan_cgroup(cgroup_req);
-  if (cgroup_plan.v1) {
-    ctx.log.debug("cgroup: v1 group " + cgroup_plan.v1->relative + " (" + cgroup_plan.why_not +
-                  ")");
-  } else if (!cgroup_plan.use) {
-    ctx.log.debug("no cgroup: " + cgroup_plan.why_not);
+  cgroup_req_ = cgroup_request(config_, privilege_);
+  cgroup_plan_ = cgroup::plan_cgroup(cgroup_req_);
+  if (cgroup_plan_.v1) {
+    ctx_.log.debug("cgroup: v1 group " + cgroup_plan_.v1->relative + " (" + cgroup_plan_.why_not +
+                   ")");
+  } else if (!cgroup_plan_.use) {
+    ctx_.log.debug("no cgroup: " + cgroup_plan_.why_not);
   }
-  if (!cgroup_plan.defaults_note.empty()) ctx.log.debug(cgroup_plan.defaults_note);
+  if (!cgroup_plan_.defaults_note.empty()) ctx_.log.debug(cgroup_plan_.defaults_note);
   // mrun run --cgroup-parent asks for a place: not honouring it is an error, not a
   // silence (an engine's cgroupsPath without limits stays best effort, as before).
-  if (!cgroup_plan.use && !cgroup_plan.v1 && !config.run.cgroup_parent.empty() &&
-      config.bundle.empty() && config.run.cgroups == CgroupsMode::enabled) {
-    throw Error("--cgroup-parent " + config.run.cgroup_parent +
-                    ": the container can get no cgroup here (" + cgroup_plan.why_not + ")",
+  if (!cgroup_plan_.use && !cgroup_plan_.v1 && !config_.run.cgroup_parent.empty() &&
+      config_.bundle.empty() && config_.run.cgroups == CgroupsMode::enabled) {
+    throw Error("--cgroup-parent " + config_.run.cgroup_parent +
+                    ": the container can get no cgroup here (" + cgroup_plan_.why_not + ")",
                 0,
                 "drop --cgroup-parent, or run where mrun can make a cgroup v2 leaf (see "
                 "mrun-run(1), RESOURCE LIMITS)");
   }
   // --device and --gpu nodes, looked at once: a missing node fails here, and the device
   // filter needs their numbers. --device-filter=required that cannot be met fails here.
-  mount::DeviceMounts device_mounts =
-      mount::resolve_device_mounts(config.devices, config.run.gpu, privilege.can_mknod);
-  const DeviceAccess device_access(config, privilege, device_mounts.devices, ctx.log);
-  device_access.check_before_start(cgroup_plan);
+  device_mounts_ =
+      mount::resolve_device_mounts(config_.devices, config_.run.gpu, privilege_.can_mknod);
+  device_access_.emplace(config_, privilege_, device_mounts_.devices, ctx_.log);
+  device_access_->check_before_start(cgroup_plan_);
 
-  const auto ids = plan_ids(config, privilege, ctx);
+  ids_ = plan_ids(config_, privilege_, ctx_);
   // The holder of the shared user namespace makes each container's network namespace
   // ahead (userns/spare_netns.hpp): asked now, read just before the clone, so that its
   // answer comes while the name is claimed and the rest planned. (Checked again there;
   // an answer not used is a spare the holder replaces.)
-  UniqueFd spare_net_request;
-  if (may_use_shared_user_namespace(config, privilege, ids, hooks) &&
-      config.network != NetworkMode::host &&
-      config.namespaces.network.source == NamespaceSource::fresh) {
-    spare_net_request = userns::ask_for_spare_network_namespace(store.root());
+  if (may_use_shared_user_namespace(config_, privilege_, ids_, hooks_) &&
+      config_.network != NetworkMode::host &&
+      config_.namespaces.network.source == NamespaceSource::fresh) {
+    spare_net_request_ = userns::ask_for_spare_network_namespace(store_.root());
   }
+}
 
-  // 1. Claim the name; from here on, any failure removes what was made. Without an
-  // overlay there is no storage: nothing of the container outside the state root.
-  const std::string storage =
-      config.run.overlay == OverlayMode::none ? std::string() : storage_dir_for(ctx, config.name);
-  ContainerState state;
-  state.name = config.name;
-  state.monitor_pid = ::getpid();
-  state.monitor_start = sys::process_start_time(::getpid());
-  state.rootfs = config.rootfs;
-  state.command = config.args;
-  state.created = now_rfc3339();
-  state.storage_dir = storage;
-  state.remove_on_exit = config.run.remove_on_exit;
-  state.detached = config.run.detach;
-  state.rootless = !privilege.rootful;
-  state.bundle = config.bundle;
-  state.annotations = config.annotations;
+// Claims the name; from here on, any failure removes what was made. Without an overlay
+// there is no storage: nothing of the container outside the state root.
+void Launch::claim_state() {
+  storage_ = config_.run.overlay == OverlayMode::none ? std::string()
+                                                      : storage_dir_for(ctx_, config_.name);
+  state_.name = config_.name;
+  state_.monitor_pid = ::getpid();
+  state_.monitor_start = sys::process_start_time(::getpid());
+  state_.rootfs = config_.rootfs;
+  state_.command = config_.args;
+  state_.created = now_rfc3339();
+  state_.storage_dir = storage_;
+  state_.remove_on_exit = config_.run.remove_on_exit;
+  state_.detached = config_.run.detach;
+  state_.rootless = !privilege_.rootful;
+  state_.bundle = config_.bundle;
+  state_.annotations = config_.annotations;
   // What `mrun exec` and the later verbs need of the config (they have no bundle to
   // reread: `mrun run -d` containers have none, and a bundle may change): written with
   // the claim, into its scratch directory.
   std::vector<StateStore::NamedFile> files{
-      {"exec.json", exec_defaults_to_json(exec_defaults_of(config, privilege))}};
-  if (!config.hooks.empty()) files.emplace_back("hooks.json", hooks_to_json(config.hooks));
-  claim_name(store, ctx, state, files);
-  bool subordinate = false;
-  // With KEEP_SPARE (an --rm container that ran and exited), storage it left empty is
-  // kept for the next container (runtime/storage.hpp).
-  auto cleanup = [&](bool keep_spare) {
-    StateLock lock(store.root());
-    MRUN_PHASE("run:cleanup-locked");
-    try {
-      if (!keep_spare || storage.empty() || !keep_storage_as_spare(ctx, storage)) {
-        remove_storage(ctx, storage, subordinate);
-      }
-    } catch (const Error& e) {
-      ctx.log.warn(e.what());
-    }
-    MRUN_PHASE("run:storage-removed");
-    store.remove(config.name, keep_spare);
-  };
-  ScopeGuard undo_claim([&] { cleanup(false); });
-  if (hooks.on_claimed) hooks.on_claimed(store.dir_of(config.name));
-
+      {"exec.json", exec_defaults_to_json(exec_defaults_of(config_, privilege_))}};
+  if (!config_.hooks.empty()) files.emplace_back("hooks.json", hooks_to_json(config_.hooks));
+  claim_name(store_, ctx_, state_, files);
+  undo_claim_.emplace([this] { remove_claim(false); });
+  if (hooks_.on_claimed) hooks_.on_claimed(store_.dir_of(config_.name));
   MRUN_PHASE("run:claimed");
-  // 2. Plan: storage, mounts (the id maps are planned already).
-  subordinate = ids.kind == userns::MapKind::subordinate;
-  state.subordinate_ids = subordinate;
-  if (!storage.empty()) make_storage(ctx, storage);
-  std::optional<net::NetworkFiles> network_files;
-  if (mrun_connects_network(config.network)) {
-    net::NetworkFilesInput input{config.hostname, config.run.allow_host_loopback};
-    if (config.network == NetworkMode::bridge) {
+}
+
+// With KEEP_SPARE (an --rm container that ran and exited), storage it left empty is
+// kept for the next container (runtime/storage.hpp).
+void Launch::remove_claim(bool keep_spare) {
+  StateLock lock(store_.root());
+  MRUN_PHASE("run:cleanup-locked");
+  try {
+    if (!keep_spare || storage_.empty() || !keep_storage_as_spare(ctx_, storage_)) {
+      remove_storage(ctx_, storage_, subordinate_);
+    }
+  } catch (const Error& e) {
+    ctx_.log.warn(e.what());
+  }
+  MRUN_PHASE("run:storage-removed");
+  store_.remove(config_.name, keep_spare);
+}
+
+// Storage, network files, the cgroup with its limits, the mounts (the id maps are
+// planned already).
+void Launch::make_storage_and_cgroup() {
+  subordinate_ = ids_.kind == userns::MapKind::subordinate;
+  state_.subordinate_ids = subordinate_;
+  if (!storage_.empty()) make_storage(ctx_, storage_);
+  if (mrun_connects_network(config_.network)) {
+    net::NetworkFilesInput input{config_.hostname, config_.run.allow_host_loopback};
+    if (config_.network == NetworkMode::bridge) {
       input.host_resolv_conf = sys::read_file("/etc/resolv.conf").value_or("");
     }
-    network_files = net::write_network_files(store.dir_of(config.name), input);
+    network_files_ = net::write_network_files(store_.dir_of(config_.name), input);
   }
   // The leaf, with its limits, before clone: the child must never run unlimited.
-  std::optional<cgroup::Leaf> leaf;
-  if (cgroup_plan.use) {
-    leaf.emplace(cgroup::Leaf::create(cgroup_plan, cgroup_req, ctx.log));
-    state.cgroup = leaf->path();
+  if (cgroup_plan_.use) {
+    leaf_.emplace(cgroup::Leaf::create(cgroup_plan_, cgroup_req_, ctx_.log));
+    state_.cgroup = leaf_->path();
   }
   // Or, rootful on a v1 or hybrid host, its v1 group, the same way.
-  std::optional<cgroup::V1Group> v1_group;
-  if (cgroup_plan.v1) {
-    v1_group.emplace(cgroup::V1Group::create(*cgroup_plan.v1, ctx.log));
-    state.cgroup_v1 = v1_group->dirs();
+  if (cgroup_plan_.v1) {
+    v1_group_.emplace(cgroup::V1Group::create(*cgroup_plan_.v1, ctx_.log));
+    state_.cgroup_v1 = v1_group_->dirs();
   }
-  LaunchSpec spec =
-      make_launch_spec(config, privilege, ids, storage, network_files,
-                       leaf.has_value() || v1_group.has_value(), std::move(device_mounts), ctx);
+  spec_ =
+      make_launch_spec(config_, privilege_, ids_, storage_, network_files_,
+                       leaf_.has_value() || v1_group_.has_value(), std::move(device_mounts_), ctx_);
   MRUN_PHASE("run:planned");
-  spec.device_grants = device_access.wants_node_grants();
-  spec.sibling_of_monitor = hooks.container_to_callers_reaper;
-  if (hooks.on_created) {
+  spec_.device_grants = device_access_->wants_node_grants();
+  spec_.sibling_of_monitor = hooks_.container_to_callers_reaper;
+  reap_ = !spec_.sibling_of_monitor;
+  if (hooks_.on_created) {
     // 0622 (as runc): the command's user, whoever it maps to, reopens it for writing.
-    spec.exec_fifo = store.dir_of(config.name) + "/exec.fifo";
-    if (::mkfifo(spec.exec_fifo.c_str(), 0600) != 0 || ::chmod(spec.exec_fifo.c_str(), 0622) != 0) {
-      throw_errno("create exec fifo " + spec.exec_fifo);
+    spec_.exec_fifo = store_.dir_of(config_.name) + "/exec.fifo";
+    if (::mkfifo(spec_.exec_fifo.c_str(), 0600) != 0 ||
+        ::chmod(spec_.exec_fifo.c_str(), 0622) != 0) {
+      throw_errno("create exec fifo " + spec_.exec_fifo);
     }
   }
+}
 
-  // Destroyed (removed) after undo_child below has killed and reaped the container.
-  std::optional<cgroup::DevicesV1Group> devices_v1;
-  // 3. Clone the container into its namespaces; it waits for us on the sync socket.
-  SignalBlock blocked_signals;
-  UniqueFd self_pidfd = sys::pidfd_open(::getpid());
-  auto [parent_end, child_end] = make_sync_pair();
+// Clones the container into its namespaces; it waits for the monitor on the sync socket.
+void Launch::clone_child() {
+  blocked_signals_.emplace();
+  self_pidfd_ = sys::pidfd_open(::getpid());
+  std::tie(parent_end_, child_end_) = make_sync_pair();
   // Joined namespaces (OCI linux.namespaces[].path): entered around the clone alone, or
   // by the container itself where the monitor could not come back (namespace_join.hpp).
-  NamespaceJoin joined(config.namespaces);
-  const bool join_in_container = privilege.nested;
+  joined_.emplace(config_.namespaces);
+  join_in_container_ = privilege_.nested;
+  child_ = clone_into_namespaces();
+  undo_child_.emplace([this] { kill_child(); });
+  joined_->leave();
+  MRUN_PHASE("run:cloned");
+  child_end_.close();
+  close_handed_over_fds(config_);
+}
+
+// The clone itself, in one of four ways: into the shared user namespace, into a joined
+// one, through a joined PID namespace (nested), or plain. The descriptors it opens for
+// the container are closed once it has its copies.
+sys::CloneResult Launch::clone_into_namespaces() {
   // Nested, a joined PID namespace is entered by a first child that clones the container
   // there (clone_in_namespace): setns moves only the children, and the monitor could
   // not come back to its own.
-  const int nested_pid_fd = join_in_container ? joined.pid_namespace_fd() : -1;
-  if (nested_pid_fd >= 0 && config.namespaces.user.source == NamespaceSource::joined) {
+  const int nested_pid_fd = join_in_container_ ? joined_->pid_namespace_fd() : -1;
+  if (nested_pid_fd >= 0 && config_.namespaces.user.source == NamespaceSource::joined) {
     throw Error(
         "config.json: linux.namespaces (pid, user): joining both a PID and a user "
         "namespace from a user namespace mrun did not make is not supported",
         ENOTSUP, "join one of them, or give the container a PID namespace of its own");
   }
-  std::vector<UniqueFd> idmapped = premake_idmapped_binds(spec.mounts, privilege, ids);
-  UniqueFd joined_userns = open_joined_user_namespace(config);
-  UniqueFd joined_mount = open_joined(config.namespaces.mount, CLONE_NEWNS, "mount");
-  UniqueFd joined_time = open_joined(config.namespaces.time, CLONE_NEWTIME, "time");
-  spec.join_mount_fd = joined_mount.get();
-  spec.join_time_fd = joined_time.get();
-  UniqueFd callers_mount = open_callers_mount_namespace(config.namespaces.mount);
-  spec.callers_mount_fd = callers_mount.get();
+  std::vector<UniqueFd> idmapped = premake_idmapped_binds(spec_.mounts, privilege_, ids_);
+  UniqueFd joined_userns = open_joined_user_namespace(config_);
+  UniqueFd joined_mount = open_joined(config_.namespaces.mount, CLONE_NEWNS, "mount");
+  UniqueFd joined_time = open_joined(config_.namespaces.time, CLONE_NEWTIME, "time");
+  spec_.join_mount_fd = joined_mount.get();
+  spec_.join_time_fd = joined_time.get();
+  UniqueFd callers_mount = open_callers_mount_namespace(config_.namespaces.mount);
+  spec_.callers_mount_fd = callers_mount.get();
   UniqueFd shared_userns;
-  if (uses_shared_user_namespace(config, privilege, ids, hooks, joined)) {
+  if (uses_shared_user_namespace(config_, privilege_, ids_, hooks_, *joined_)) {
     shared_userns = userns::shared_user_namespace(
-        {store.root(), ids, userns::shared_userns_linger_seconds()}, ctx.log);
+        {store_.root(), ids_, userns::shared_userns_linger_seconds()}, ctx_.log);
   }
   MRUN_PHASE("run:userns");
-  if (!join_in_container) joined.enter();
-  // A sibling for OCI create (see LaunchHooks::container_to_callers_reaper). The kernel
-  // refuses CLONE_PARENT only from a pid namespace's init, which the monitor never is.
-  const bool reap = !spec.sibling_of_monitor;
-  auto run_container_main = [&] {
-    parent_end.close();
-    container_main(spec, child_end, self_pidfd, join_in_container ? &joined : nullptr);
+  if (!join_in_container_) joined_->enter();
+  auto run_container_main = [this] {
+    parent_end_.close();
+    container_main(spec_, child_end_, self_pidfd_, join_in_container_ ? &*joined_ : nullptr);
   };
-  sys::CloneResult child;
-  bool mapped = false;
+  const unsigned long long flags = namespace_flags(spec_);
   if (shared_userns) {
     UniqueFd spare_net;
-    if ((namespace_flags(spec) & CLONE_NEWNET) != 0) {
-      spare_net = userns::receive_spare_network_namespace(spare_net_request, shared_userns.get());
+    if ((flags & CLONE_NEWNET) != 0) {
+      spare_net = userns::receive_spare_network_namespace(spare_net_request_, shared_userns.get());
     }
-    child = clone_in_namespace(shared_userns.get(), CLONE_NEWUSER, namespace_flags(spec), !reap,
-                               "clone the container into the shared user namespace",
-                               "retry with --userns private", run_container_main, spare_net.get());
-    shared_userns.reset();
-    mapped = true;
-  } else if (joined_userns) {
-    child = clone_in_namespace(
-        joined_userns.get(), CLONE_NEWUSER, namespace_flags(spec), !reap,
-        "config.json: linux.namespaces (user): join " + config.namespaces.user.path,
+    mapped_ = true;
+    return clone_in_namespace(shared_userns.get(), CLONE_NEWUSER, flags, !reap_,
+                              "clone the container into the shared user namespace",
+                              "retry with --userns private", run_container_main, spare_net.get());
+  }
+  if (joined_userns) {
+    mapped_ = true;
+    return clone_in_namespace(
+        joined_userns.get(), CLONE_NEWUSER, flags, !reap_,
+        "config.json: linux.namespaces (user): join " + config_.namespaces.user.path,
         "mrun must hold CAP_SYS_ADMIN in that user namespace (rootless: one made by you)",
         run_container_main);
-    mapped = true;
-  } else if (nested_pid_fd >= 0) {
-    child = clone_in_namespace(
-        nested_pid_fd, CLONE_NEWPID, namespace_flags(spec), !reap,
-        "config.json: linux.namespaces (pid): join " + config.namespaces.pid.path,
-        "mrun must hold CAP_SYS_ADMIN in the user namespace that owns it", run_container_main);
-  } else {
-    child = reap ? sys::clone_with_pidfd(namespace_flags(spec), SIGCHLD)
-                 : sys::clone_with_pidfd(namespace_flags(spec) | CLONE_PARENT, 0);
-    if (child.pid == 0) run_container_main();
   }
-  joined.leave();
-  joined_mount.reset();
-  joined_time.reset();
-  callers_mount.reset();
-  idmapped.clear();  // the container has its copies
-  MRUN_PHASE("run:cloned");
-  child_end.close();
-  close_handed_over_fds(config);
-  std::optional<sys::SpawnedProcess> fuse;
-  auto kill_child = [&] {
-    sys::pidfd_send_signal(child.pidfd.get(), SIGKILL);
-    if (reap) {
-      sys::wait_pidfd(child.pidfd.get());
-    } else {
-      sys::wait_pidfd_exit(child.pidfd.get());  // the caller reaps it
-    }
-    stop_fuse_overlay(fuse);
-  };
-  ScopeGuard undo_child(kill_child);
+  if (nested_pid_fd >= 0) {
+    return clone_in_namespace(
+        nested_pid_fd, CLONE_NEWPID, flags, !reap_,
+        "config.json: linux.namespaces (pid): join " + config_.namespaces.pid.path,
+        "mrun must hold CAP_SYS_ADMIN in the user namespace that owns it", run_container_main);
+  }
+  sys::CloneResult child = reap_ ? sys::clone_with_pidfd(flags, SIGCHLD)
+                                 : sys::clone_with_pidfd(flags | CLONE_PARENT, 0);
+  if (child.pid == 0) run_container_main();
+  return child;
+}
 
-  // 4. Into its cgroup, map its ids (rootless: newuidmap/newgidmap), and let it set
-  // itself up. The move comes first: the child has not run anything yet.
-  if (leaf) leaf->add_process(child.pid);
-  if (v1_group) v1_group->add_process(child.pid);
-  // The device filter, now that the child is in the leaf and before it runs anything:
-  // the command never runs unfiltered.
-  // Rootful on a v1 or hybrid host the v1 devices controller does it, as with runc.
-  devices_v1 = device_access.devices_v1_group(
-      leaf.has_value(), v1_group ? v1_group->relative() : std::string(),
-      "mrun-" + std::to_string(::getpid()) + "-" + config.name);
-  if (devices_v1) {
-    devices_v1->add_process(child.pid);
-    state.device_filter = "v1";
-    state.devices_v1 = devices_v1->path();
+void Launch::kill_child() {
+  sys::pidfd_send_signal(child_.pidfd.get(), SIGKILL);
+  if (reap_) {
+    sys::wait_pidfd(child_.pidfd.get());
   } else {
-    state.device_filter =
-        device_access.attach_filter(leaf ? leaf->path() : "", cgroup_plan.why_not, child.pid);
+    sys::wait_pidfd_exit(child_.pidfd.get());  // the caller reaps it
+  }
+  stop_fuse_overlay(fuse_);
+}
+
+// Into its cgroup, its device filter, its ids mapped (rootless: newuidmap/newgidmap) and
+// its network up; then it may set itself up. The move comes first: the child has not
+// run anything yet, and the command never runs unfiltered or without its network.
+void Launch::place_child() {
+  if (leaf_) leaf_->add_process(child_.pid);
+  if (v1_group_) v1_group_->add_process(child_.pid);
+  // Rootful on a v1 or hybrid host the v1 devices controller filters, as with runc.
+  devices_v1_ = device_access_->devices_v1_group(
+      leaf_.has_value(), v1_group_ ? v1_group_->relative() : std::string(),
+      "mrun-" + std::to_string(::getpid()) + "-" + config_.name);
+  if (devices_v1_) {
+    devices_v1_->add_process(child_.pid);
+    state_.device_filter = "v1";
+    state_.devices_v1 = devices_v1_->path();
+  } else {
+    state_.device_filter =
+        device_access_->attach_filter(leaf_ ? leaf_->path() : "", cgroup_plan_.why_not, child_.pid);
   }
   // (A container in the shared user namespace has its maps already.)
-  if (privilege.new_user_namespace && !mapped) userns::apply_id_maps(child.pid, ids);
-  // The network comes up now, before the container goes on, so the command never runs
-  // without it. Destroyed (stopped) before undo_child kills the container on failure.
-  auto network =
-      start_network(config, privilege, child.pid, store.dir_of(config.name), network_files, ctx);
+  if (privilege_.new_user_namespace && !mapped_) userns::apply_id_maps(child_.pid, ids_);
+  network_ = start_network(config_, privilege_, child_.pid, store_.dir_of(config_.name),
+                           network_files_, ctx_);
   MRUN_PHASE("run:mapped");
-  parent_end.send(ToContainer::ids_mapped);
+  parent_end_.send(ToContainer::ids_mapped);
+}
 
-  // 5. Serve its requests until it execs the command (EOF) or reports an error.
-  UniqueFd pty_master;
-  std::optional<Error> setup_error;
-  bool held = false;  // OCI create: reported created, so its state outlives a failed exec
-  state.overlay = config.run.overlay == OverlayMode::none ? "none" : "native";
+// Serves the container's requests until it execs the command (end-of-file) or reports
+// an error.
+void Launch::serve_setup() {
+  state_.overlay = config_.run.overlay == OverlayMode::none ? "none" : "native";
   // What the container's setup may ask of the monitor, each once, as its config says;
   // anything else is refused. That code runs in the container's namespaces, on the
   // image's files: the monitor does for it only what the config asked for.
-  std::set<ToMonitor> may_ask{ToMonitor::error};
-  if (config.run.overlay != OverlayMode::none) may_ask.insert(ToMonitor::need_fuse);
-  if (spec.device_grants) may_ask.insert(ToMonitor::need_device_grant);
-  if (config.tty) may_ask.insert(ToMonitor::pty_master);
-  if (config.hooks.any_before_start()) may_ask.insert(ToMonitor::create_hooks);
-  if (hooks.on_created) may_ask.insert(ToMonitor::created);
-  if (spec.security.seccomp && spec.security.seccomp->has_listener()) {
-    may_ask.insert(ToMonitor::seccomp_listener);
+  may_ask_ = {ToMonitor::error};
+  if (config_.run.overlay != OverlayMode::none) may_ask_.insert(ToMonitor::need_fuse);
+  if (spec_.device_grants) may_ask_.insert(ToMonitor::need_device_grant);
+  if (config_.tty) may_ask_.insert(ToMonitor::pty_master);
+  if (config_.hooks.any_before_start()) may_ask_.insert(ToMonitor::create_hooks);
+  if (hooks_.on_created) may_ask_.insert(ToMonitor::created);
+  if (spec_.security.seccomp && spec_.security.seccomp->has_listener()) {
+    may_ask_.insert(ToMonitor::seccomp_listener);
   }
-  while (auto message = parent_end.receive()) {
-    if (may_ask.erase(message->type) == 0) {
-      throw Error(std::string("container ") + config.name + ": unexpected setup message " +
+  while (auto message = parent_end_.receive()) {
+    if (may_ask_.erase(message->type) == 0) {
+      throw Error(std::string("container ") + config_.name + ": unexpected setup message " +
                       message_name(message->type) + " (its config asks for none, or it came twice)",
                   EPROTO);
     }
-    switch (message->type) {
-      case ToMonitor::need_fuse:
-        try {
-          fuse = start_fuse_overlay(spec, child.pid, child.pidfd.get(), store.dir_of(config.name));
-          state.overlay = "fuse";
-          parent_end.send(ToContainer::fuse_ready);
-        } catch (const Error&) {
-          parent_end.send(ToContainer::fuse_failed);
-          throw;
-        }
-        break;
-      case ToMonitor::need_device_grant:
-        device_access.grant_nodes(child.pid);
-        parent_end.send(ToContainer::device_grants_done);
-        break;
-      case ToMonitor::pty_master:
-        if (!message->fd)
-          throw Error("container " + config.name + ": pty_master without a pty", EPROTO);
-        if (!config.console_socket.empty()) {
-          // The engine's console: it owns the master from now on; mrun relays nothing.
-          sys::send_fd_to_socket(config.console_socket, message->fd.get(), "/dev/ptmx");
-        } else {
-          pty_master = std::move(message->fd);
-          copy_window_size(pty_master.get());
-        }
-        parent_end.send(ToContainer::pty_ready);
-        break;
-      case ToMonitor::create_hooks: {
-        // The container's namespaces exist and its mounts are made; pivot_root comes after.
-        std::string json = hook_state(state, Status::creating, child.pid);
-        run_hooks(config.hooks.prestart, "prestart", json);
-        run_hooks(config.hooks.create_runtime, "createRuntime", json);
-        parent_end.send(ToContainer::hooks_done, 0, hook_state(state, Status::created, child.pid));
-        break;
-      }
-      case ToMonitor::error: setup_error = Error(message->text, 0, {}, message->value); break;
-      case ToMonitor::seccomp_listener:
-        try {
-          pass_listener_to_agent(parent_end, *message, *spec.security.seccomp,
-                                 hook_state(state, Status::creating, child.pid));
-        } catch (const Error& e) {
-          // It waits for the agent, which will never hear of it: it must not go on.
-          sys::pidfd_send_signal(child.pidfd.get(), SIGKILL);
-          if (!held) throw;
-          setup_error = e;
-        }
-        break;
-      case ToMonitor::created:
-        // Held on the exec fifo: from now on `mrun start`, `kill` and `delete` own its fate,
-        // so the record stays whatever happens.
-        state.status = Status::created;
-        state.pid = child.pid;
-        state.pid_start = sys::process_start_time(child.pid);
-        {
-          StateLock lock(store.root());
-          store.write(state);
-        }
-        held = true;
-        undo_child.dismiss();
-        undo_claim.dismiss();
-        hooks.on_created(child.pid);
-
-        break;
-    }
+    handle(*message);
   }
   // A filter with a listener hands it over before execve: an end without it is a process
   // that died first, unable to say why (a profile that denies sendmsg).
-  if (may_ask.count(ToMonitor::seccomp_listener) != 0 && !setup_error) {
-    setup_error = listener_never_came(*spec.security.seccomp);
+  if (may_ask_.count(ToMonitor::seccomp_listener) != 0 && !setup_error_) {
+    setup_error_ = listener_never_came(*spec_.security.seccomp);
   }
-  // After `created`, a failed exec is the container's exit (recorded below), as in runc.
-  if (setup_error && held) ctx.log.error(setup_error->what());
-  if (setup_error && !held) throw *setup_error;
-
+  // After `created`, a failed exec is the container's exit (recorded later), as in runc.
+  if (setup_error_ && held_) ctx_.log.error(setup_error_->what());
+  if (setup_error_ && !held_) throw *setup_error_;
   MRUN_PHASE("run:exec-seen");
-  // 6. Running: record it, then supervise until it exits.
-  state.status = Status::running;
-  state.pid = child.pid;
-  state.pid_start = sys::process_start_time(child.pid);
-  {
-    StateLock lock(store.root());
-    store.write(state);
-  }
-  undo_child.dismiss();
-  undo_claim.dismiss();
-  if (!held) run_poststart(config, oci_state_json(state, Status::running), ctx);
-  if (hooks.on_started) hooks.on_started();
+}
 
-  if (network) network->watch(ctx.log);
+void Launch::handle(SyncMessage<ToMonitor>& message) {
+  switch (message.type) {
+    case ToMonitor::need_fuse:
+      try {
+        fuse_ =
+            start_fuse_overlay(spec_, child_.pid, child_.pidfd.get(), store_.dir_of(config_.name));
+        state_.overlay = "fuse";
+        parent_end_.send(ToContainer::fuse_ready);
+      } catch (const Error&) {
+        parent_end_.send(ToContainer::fuse_failed);
+        throw;
+      }
+      break;
+    case ToMonitor::need_device_grant:
+      device_access_->grant_nodes(child_.pid);
+      parent_end_.send(ToContainer::device_grants_done);
+      break;
+    case ToMonitor::pty_master:
+      if (!message.fd)
+        throw Error("container " + config_.name + ": pty_master without a pty", EPROTO);
+      if (!config_.console_socket.empty()) {
+        // The engine's console: it owns the master from now on; mrun relays nothing.
+        sys::send_fd_to_socket(config_.console_socket, message.fd.get(), "/dev/ptmx");
+      } else {
+        pty_master_ = std::move(message.fd);
+        copy_window_size(pty_master_.get());
+      }
+      parent_end_.send(ToContainer::pty_ready);
+      break;
+    case ToMonitor::create_hooks: {
+      // The container's namespaces exist and its mounts are made; pivot_root comes after.
+      std::string json = hook_state(state_, Status::creating, child_.pid);
+      run_hooks(config_.hooks.prestart, "prestart", json);
+      run_hooks(config_.hooks.create_runtime, "createRuntime", json);
+      parent_end_.send(ToContainer::hooks_done, 0, hook_state(state_, Status::created, child_.pid));
+      break;
+    }
+    case ToMonitor::error: setup_error_ = Error(message.text, 0, {}, message.value); break;
+    case ToMonitor::seccomp_listener:
+      try {
+        pass_listener_to_agent(parent_end_, message, *spec_.security.seccomp,
+                               hook_state(state_, Status::creating, child_.pid));
+      } catch (const Error& e) {
+        // It waits for the agent, which will never hear of it: it must not go on.
+        sys::pidfd_send_signal(child_.pidfd.get(), SIGKILL);
+        if (!held_) throw;
+        setup_error_ = e;
+      }
+      break;
+    case ToMonitor::created: hold_created(); break;
+  }
+}
+
+// Held on the exec fifo: from now on `mrun start`, `kill` and `delete` own its fate, so
+// the record stays whatever happens.
+void Launch::hold_created() {
+  state_.status = Status::created;
+  state_.pid = child_.pid;
+  state_.pid_start = sys::process_start_time(child_.pid);
+  {
+    StateLock lock(store_.root());
+    store_.write(state_);
+  }
+  held_ = true;
+  undo_child_->dismiss();
+  undo_claim_->dismiss();
+  hooks_.on_created(child_.pid);
+}
+
+// Running: recorded, the undo dismissed, poststart hooks run.
+void Launch::record_running() {
+  state_.status = Status::running;
+  state_.pid = child_.pid;
+  state_.pid_start = sys::process_start_time(child_.pid);
+  {
+    StateLock lock(store_.root());
+    store_.write(state_);
+  }
+  undo_child_->dismiss();
+  undo_claim_->dismiss();
+  if (!held_) run_poststart(config_, oci_state_json(state_, Status::running), ctx_);
+  if (hooks_.on_started) hooks_.on_started();
+}
+
+// Supervises the command until it exits; returns its status (the OOM killer's SIGKILL
+// said as such).
+int Launch::wait_for_exit() {
+  if (network_) network_->watch(ctx_.log);
   // While the command runs (time in which the monitor only waits), ready a kept storage
   // for a later container (runtime/storage.hpp). Not while the container mounts its
   // root: the rmdirs' discards on the same filesystem slow its overlay mount down
   // (bench/README.md).
-  if (!storage.empty()) {
+  if (!storage_.empty()) {
     try {
-      tidy_spare_storage(ctx);
+      tidy_spare_storage(ctx_);
     } catch (const Error& e) {
-      ctx.log.debug(std::string("tidying a spare storage: ") + e.what());
+      ctx_.log.debug(std::string("tidying a spare storage: ") + e.what());
     }
   }
   MRUN_PHASE("run:recorded");
-  int status = supervise(child.pidfd.get(), std::move(pty_master), reap);
+  int status = supervise(child_.pidfd.get(), std::move(pty_master_), reap_);
   MRUN_PHASE("run:exited");
-  if (network) network->stop();
-  stop_fuse_overlay(fuse);
+  if (network_) network_->stop();
+  stop_fuse_overlay(fuse_);
   // The kernel's OOM killer sends SIGKILL; say why, as podman's OOMKilled does.
-  const std::uint64_t kills = leaf ? leaf->oom_kills() : v1_group ? v1_group->oom_kills() : 0;
+  const std::uint64_t kills = leaf_ ? leaf_->oom_kills() : v1_group_ ? v1_group_->oom_kills() : 0;
   if (kills > 0) {
-    ctx.log.error("container " + config.name + ": the kernel's OOM killer killed " +
-                  std::to_string(kills) + " process(es) at its memory limit (--memory)");
-    if (reap) status = 128 + SIGKILL;
+    ctx_.log.error("container " + config_.name + ": the kernel's OOM killer killed " +
+                   std::to_string(kills) + " process(es) at its memory limit (--memory)");
+    if (reap_) status = 128 + SIGKILL;
   }
-  // An engine's container (OCI create) keeps its cgroup until `delete`, as runc's does:
-  // the engine reads the OOM kills there after the exit (containerd's shim watches
-  // memory.events and reads it when told of a change), so removing it here races that.
-  if (held) {
-    if (leaf) leaf->keep();
-    if (v1_group) v1_group->keep();
-  }
-  if (leaf && !held) {
-    if (!leaf->remove()) ctx.log.warn("could not remove cgroup " + state.cgroup);
-    state.cgroup.clear();
-  }
-  if (v1_group && !held) {
-    if (!v1_group->remove()) ctx.log.warn("could not remove the cgroup v1 group of " + config.name);
-    state.cgroup_v1.clear();
-  }
+  release_cgroup();
+  return status;
+}
 
-  // 7. Record the exit (or remove everything with --rm).
-  if (config.run.remove_on_exit) {
-    cleanup(true);
+// An engine's container (OCI create) keeps its cgroup until `delete`, as runc's does:
+// the engine reads the OOM kills there after the exit (containerd's shim watches
+// memory.events and reads it when told of a change), so removing it here races that.
+void Launch::release_cgroup() {
+  if (held_) {
+    if (leaf_) leaf_->keep();
+    if (v1_group_) v1_group_->keep();
+    return;
+  }
+  if (leaf_) {
+    if (!leaf_->remove()) ctx_.log.warn("could not remove cgroup " + state_.cgroup);
+    state_.cgroup.clear();
+  }
+  if (v1_group_) {
+    if (!v1_group_->remove()) {
+      ctx_.log.warn("could not remove the cgroup v1 group of " + config_.name);
+    }
+    state_.cgroup_v1.clear();
+  }
+}
+
+// The exit recorded, or everything removed with --rm.
+void Launch::record_exit(int status) {
+  if (config_.run.remove_on_exit) {
+    remove_claim(true);
   } else {
-    StateLock lock(store.root());
-    state.status = Status::stopped;
-    state.exit_code = status;
-    state.reaped_by_caller = !reap;
-    state.finished = now_rfc3339();
-    store.write(state);
+    StateLock lock(store_.root());
+    state_.status = Status::stopped;
+    state_.exit_code = status;
+    state_.reaped_by_caller = !reap_;
+    state_.finished = now_rfc3339();
+    store_.write(state_);
   }
   MRUN_PHASE("run:cleaned");
-  return status;
+}
+
+}  // namespace
+
+int run_container(const ContainerConfig& config, const Context& ctx, const LaunchHooks& hooks) {
+  return Launch(config, ctx, hooks).run();
 }
 
 }  // namespace mrun::runtime
