@@ -644,6 +644,7 @@ class Launch {
   void hold_created();
   void record_running();
   int wait_for_exit();
+  void tidy_while_running();
   void release_cgroup();
   void record_exit(int status);
 
@@ -705,8 +706,6 @@ void Launch::check_and_plan() {
   check_inputs(config_, privilege_);
   store_.ensure_root();
   MRUN_PHASE("run:checked");
-  sweep_leftovers(ctx_);
-  MRUN_PHASE("run:swept");
   // Where its cgroup goes: decided before anything is made, so a limit that cannot be
   // honoured (no delegated subtree) fails with 125 and leaves nothing behind.
   cgroup_req_ = cgroup_request(config_, privilege_);
@@ -1068,21 +1067,30 @@ void Launch::record_running() {
   if (hooks_.on_started) hooks_.on_started();
 }
 
+// While the command runs (time in which the monitor only waits): leftovers of --rm
+// containers whose mrun was killed are removed (a start never walks through removal
+// code first), and a kept storage is readied for a later container
+// (runtime/storage.hpp). Not while the container mounts its root: the rmdirs' discards
+// on the same filesystem slow its overlay mount down (bench/README.md).
+void Launch::tidy_while_running() {
+  try {
+    sweep_leftovers(ctx_);
+  } catch (const Error& e) {
+    ctx_.log.debug(std::string("removing leftovers: ") + e.what());
+  }
+  if (storage_.empty()) return;
+  try {
+    tidy_spare_storage(ctx_);
+  } catch (const Error& e) {
+    ctx_.log.debug(std::string("tidying a spare storage: ") + e.what());
+  }
+}
+
 // Supervises the command until it exits; returns its status (the OOM killer's SIGKILL
 // said as such).
 int Launch::wait_for_exit() {
   if (network_) network_->watch(ctx_.log);
-  // While the command runs (time in which the monitor only waits), ready a kept storage
-  // for a later container (runtime/storage.hpp). Not while the container mounts its
-  // root: the rmdirs' discards on the same filesystem slow its overlay mount down
-  // (bench/README.md).
-  if (!storage_.empty()) {
-    try {
-      tidy_spare_storage(ctx_);
-    } catch (const Error& e) {
-      ctx_.log.debug(std::string("tidying a spare storage: ") + e.what());
-    }
-  }
+  tidy_while_running();
   MRUN_PHASE("run:recorded");
   int status = supervise(child_.pidfd.get(), std::move(pty_master_), reap_);
   MRUN_PHASE("run:exited");

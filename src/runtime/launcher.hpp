@@ -35,9 +35,10 @@ struct LaunchHooks {
 int run_container(const ContainerConfig& config, const Context& ctx, const LaunchHooks& hooks = {});
 
 // Removes containers whose mrun died (SIGKILL, reboot) and that asked for --rm; other
-// dead ones are left for `mrun list` to show and `mrun delete` to remove. A start looks
-// only at the --rm index (its cost does not grow with the kept containers); `mrun
-// list`, which reads every state anyway, looks at all (Sweep::every_state).
+// dead ones are left for `mrun list` to show and `mrun delete` to remove. A monitor,
+// once its container runs, looks only at the --rm index (its cost does not grow with
+// the kept containers); `mrun list`, which reads every state anyway, looks at all
+// (Sweep::every_state).
 enum class Sweep { remove_on_exit_index, every_state };
 void sweep_leftovers(const Context& ctx, Sweep scope = Sweep::remove_on_exit_index);
 
