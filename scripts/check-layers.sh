@@ -6,6 +6,9 @@
 #      machine: mount, umount, pivot_root, the new mount API, setns, unshare, clone3.
 #      Every other file goes through sys/'s wrappers (errors named one way, one place to
 #      audit). The setuid helper (helpers/) is a separate C program and keeps its own.
+#   2. src/oci/ (the spec's parsing and its conversion) uses of the runtime only the
+#      types it converts to (runtime/config.hpp): never the state store, the launch or
+#      the host checks, so that a config converts the same on any machine.
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
@@ -33,6 +36,12 @@ namespace_and_mount_calls_outside_sys() {
         grep -vE '(sys|mount)::[a-z_]*(mount|setns|unshare)' || true
 }
 check "mount, setns, unshare and clone3 only in src/sys" namespace_and_mount_calls_outside_sys
+
+runtime_includes_in_oci() {
+    git ls-files 'src/oci/*' | xargs grep -nE '#include "runtime/' |
+        grep -v '#include "runtime/config.hpp"' || true
+}
+check "src/oci includes of the runtime only runtime/config.hpp" runtime_includes_in_oci
 
 printf '1..%d\n%s' "$n" "$tap" | tee "$out"
 [ $failed -eq 0 ]

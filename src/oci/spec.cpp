@@ -16,7 +16,6 @@
 #include "mount/config_mounts.hpp"
 #include "mount/mount_plan.hpp"
 #include "oci/resources.hpp"
-#include "security/lsm.hpp"
 #include "sys/fs.hpp"
 
 namespace mrun::oci {
@@ -978,11 +977,10 @@ runtime::ContainerConfig to_container_config(const Spec& spec, const std::string
   c.umask = settings.umask;
   c.rlimits = settings.rlimits;
   c.oom_score_adj = settings.oom_score_adj;
-  // Labels go on where their LSM is enabled; elsewhere a label would mean nothing, and
-  // runc refuses an SELinux one, and fails to write an AppArmor one, there.
+  // Labels go on where their LSM is enabled, which the start checks
+  // (runtime/host_support.hpp): the conversion reads only the config.
   c.apparmor_profile = p.apparmor_profile.value_or("");
   c.selinux_label = p.selinux_label.value_or("");
-  security::check_lsm_labels(c.apparmor_profile, c.selinux_label);
   // The spec's defaults, not mrun run's: no capability set means none, no
   // noNewPrivileges means false, no linux.seccomp means no filter.
   convert_process_security(p, c.security);
@@ -1009,21 +1007,15 @@ runtime::ContainerConfig to_container_config(const Spec& spec, const std::string
   if (!spec.linux) throw unsupported("linux", "a config without a linux section");
   const Linux& l = *spec.linux;
   for (auto it = l.extra.begin(); it != l.extra.end(); ++it) {
-    // Labels are SELinux's: where it is not enabled they mean nothing, and runc and crun
-    // ignore them there too. Where it is, mrun cannot apply them yet.
+    // An SELinux label, checked against the host at the start (runtime/host_support.hpp).
     if (it.key() == "mountLabel") {
-      if (sys::exists("/sys/fs/selinux/enforce")) {
-        throw unsupported("linux.mountLabel", "mrun does not apply SELinux labels");
-      }
-      log.debug("oci: linux.mountLabel: SELinux is not enabled here; nothing to apply");
+      if (!it.value().is_string()) throw unsupported("linux.mountLabel", "must be a string");
+      c.mount_label = it.value().get<std::string>();
     }
     if (it.key() == "intelRdt") {
       // Intel RDT (and AMD's QoS) works through the resctrl filesystem, which mrun does
-      // not drive: a config asking for it is refused, saying why where it is absent.
-      throw unsupported("linux.intelRdt", sys::is_dir("/sys/fs/resctrl/info")
-                                              ? "mrun does not drive resctrl (Intel RDT)"
-                                              : "this host has no resctrl filesystem (Intel "
-                                                "RDT) mounted at /sys/fs/resctrl");
+      // not drive: a config asking for it is refused.
+      throw unsupported("linux.intelRdt", "mrun does not drive resctrl (Intel RDT)");
     }
   }
   convert_namespaces(l, uid, gid, c, log);

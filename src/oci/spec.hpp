@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "base/log.hpp"
+#include "base/oci_version.hpp"
 #include "runtime/config.hpp"
-#include "runtime/state.hpp"
 
 namespace mrun::oci {
 
@@ -118,7 +118,7 @@ struct Spec {
   nlohmann::json extra = nlohmann::json::object();
 };
 
-inline constexpr const char* spec_version = runtime::oci_version;
+inline constexpr const char* spec_version = mrun::oci_version;
 
 // Parses and type-checks; throws mrun::Error ("config.json: process.args: ...") for a
 // malformed document or a property of the wrong type.

@@ -209,6 +209,9 @@ struct ContainerConfig {
   // exec'd into; only where that LSM is enabled (elsewhere the config is refused).
   std::string apparmor_profile;
   std::string selinux_label;
+  // linux.mountLabel: the SELinux context of the container's mounts; applied nowhere,
+  // so refused where SELinux is enabled (runtime/host_support.hpp).
+  std::string mount_label;
   // annotations["run.oci.keep_original_groups"] = "1" (crun's), or --keep-groups: no
   // setgroups(0, NULL).
   bool keep_groups = false;

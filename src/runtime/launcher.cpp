@@ -37,6 +37,7 @@
 #include "runtime/device_access.hpp"
 #include "runtime/exec.hpp"
 #include "runtime/hooks.hpp"
+#include "runtime/host_support.hpp"
 #include "runtime/launch_spec.hpp"
 #include "runtime/namespace_join.hpp"
 #include "runtime/seccomp_agent.hpp"
@@ -359,6 +360,7 @@ cgroup::Request cgroup_request(const ContainerConfig& config, const PrivilegeMod
 }
 
 void check_inputs(const ContainerConfig& config, const PrivilegeModel& privilege) {
+  check_host_supports(config);
   // A veth into a host bridge is made in the host's network namespace, which only a
   // process with CAP_NET_ADMIN there may change: rootless has user-mode networks.
   if (config.network == NetworkMode::bridge && !privilege.rootful) {

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/oci_version.hpp"
 #include "base/unique_fd.hpp"
 
 namespace mrun::runtime {
@@ -58,8 +59,6 @@ struct ContainerState {
 
 std::string state_to_json(const ContainerState& state);
 
-// The runtime-spec version mrun implements (oci::spec_version is this one).
-inline constexpr const char* oci_version = "1.0.2";
 // The state as the runtime spec defines it (`mrun state`, and hooks' stdin): ociVersion,
 // id, status, pid (0 once stopped, as runc), bundle, annotations when there are any.
 // `indent` as nlohmann's dump.

@@ -7,6 +7,7 @@
 
 #include "base/error.hpp"
 #include "oci/spec.hpp"
+#include "runtime/host_support.hpp"
 #include "security/lsm.hpp"
 
 using namespace mrun;
@@ -421,15 +422,31 @@ TEST_CASE("what mrun cannot honour is an error naming the field, never ignored")
                Catch::Contains("process.rlimits: unknown rlimit"));
   REQUIRE_THAT(fails([](json& j) { j["process"]["oomScoreAdj"] = -1001; }),
                Catch::Contains("process.oomScoreAdj"));
+}
+
+TEST_CASE("the conversion reads only the config; what the host must have is checked at the start") {
+  auto host_refuses = [](const std::function<void(json&)>& edit) {
+    const auto config = convert(edited("crun-spec.json", edit));  // converts on any host
+    return error_of([&] { runtime::check_host_supports(config); });
+  };
   // An LSM label where that module is not enabled means nothing: refused, as runc does.
   if (!security::apparmor_enabled()) {
-    REQUIRE_THAT(fails([](json& j) { j["process"]["apparmorProfile"] = "x"; }),
+    REQUIRE_THAT(host_refuses([](json& j) { j["process"]["apparmorProfile"] = "x"; }),
                  Catch::Contains("process.apparmorProfile \"x\": AppArmor is not enabled"));
   }
   if (!security::selinux_enabled()) {
-    REQUIRE_THAT(fails([](json& j) { j["process"]["selinuxLabel"] = "system_u:system_r:c"; }),
-                 Catch::Contains("process.selinuxLabel"));
+    REQUIRE_THAT(
+        host_refuses([](json& j) { j["process"]["selinuxLabel"] = "system_u:system_r:c"; }),
+        Catch::Contains("process.selinuxLabel"));
+    // A mount label is ignored where SELinux is not enabled, as runc and crun do.
+    REQUIRE(host_refuses([](json& j) { j["linux"]["mountLabel"] = "system_u:object_r:c"; }) == "");
+  } else {
+    REQUIRE_THAT(host_refuses([](json& j) { j["linux"]["mountLabel"] = "system_u:object_r:c"; }),
+                 Catch::Contains("linux.mountLabel"));
   }
+  REQUIRE(convert(edited("crun-spec.json", [](json& j) {
+            j["linux"]["mountLabel"] = "system_u:object_r:c";
+          })).mount_label == "system_u:object_r:c");
 }
 
 TEST_CASE("the config's mounts are the container's, in order; annotations carry over") {
