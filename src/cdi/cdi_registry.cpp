@@ -83,4 +83,12 @@ void apply_edits(const ContainerEdits& edits, oci::RunRequest& config) {
   }
 }
 
+void apply_devices(const std::vector<QualifiedName>& names,
+                   const std::vector<std::string>& spec_dirs, oci::RunRequest& config,
+                   const Logger& log) {
+  if (names.empty()) return;
+  const auto& dirs = spec_dirs.empty() ? default_spec_dirs() : spec_dirs;
+  apply_edits(resolve(load_specs(dirs, log), names), config);
+}
+
 }  // namespace mrun::cdi

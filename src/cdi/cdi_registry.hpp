@@ -26,4 +26,10 @@ std::vector<Spec> load_specs(const std::vector<std::string>& dirs, const Logger&
 // becomes a config (oci/run_config.hpp).
 void apply_edits(const ContainerEdits& edits, oci::RunRequest& config);
 
+// --device CDI names: the specs of SPEC_DIRS (empty: default_spec_dirs()) loaded, the
+// names resolved and their edits applied to CONFIG. Throws (125) naming an unknown name.
+void apply_devices(const std::vector<QualifiedName>& names,
+                   const std::vector<std::string>& spec_dirs, oci::RunRequest& config,
+                   const Logger& log);
+
 }  // namespace mrun::cdi

@@ -4,12 +4,12 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <climits>
 #include <cstdlib>
 
 #include "base/error.hpp"
 #include "oci/spec.hpp"
 #include "runtime/cloned_binary.hpp"
+#include "sys/fs.hpp"
 
 namespace mrun::cli {
 
@@ -19,12 +19,12 @@ runtime::ContainerConfig config_from_bundle(const std::string& bundle, const std
     throw Error("invalid container id \"" + id + "\"", EINVAL,
                 "use letters, digits, '_', '.' and '-', starting with a letter or digit");
   }
-  char resolved[PATH_MAX];
-  if (::realpath(bundle.c_str(), resolved) == nullptr) {
+  const auto resolved = sys::real_path(bundle);
+  if (!resolved) {
     throw_errno("bundle " + bundle, "give the directory holding config.json with --bundle");
   }
-  oci::Spec spec = oci::load_bundle(resolved);
-  auto config = oci::to_container_config(spec, resolved, id, ::getuid(), ::getgid(), ctx.log);
+  oci::Spec spec = oci::load_bundle(*resolved);
+  auto config = oci::to_container_config(spec, *resolved, id, ::getuid(), ::getgid(), ctx.log);
   if (ctx.cgroups_disabled) config.run.cgroups = runtime::CgroupsMode::disabled;
   runtime::validate(config);
   // CVE-2019-5736 (runtime/cloned_binary.hpp): a container that joins a PID namespace by
@@ -62,11 +62,8 @@ void apply_process_options(const ProcessOptions& options, runtime::ContainerConf
                 "set process.terminal to true in config.json");
   }
   if (!options.console_socket.empty()) {
-    char resolved[PATH_MAX];
     // Made absolute now: the monitor changes nothing, but the socket path is the caller's.
-    config.console_socket = ::realpath(options.console_socket.c_str(), resolved) != nullptr
-                                ? std::string(resolved)
-                                : options.console_socket;
+    config.console_socket = sys::real_path(options.console_socket).value_or(options.console_socket);
   }
   config.preserve_fds = options.preserve_fds;
   const char* listen_fds = std::getenv("LISTEN_FDS");

@@ -1,6 +1,5 @@
 // mrun run [OPTIONS] [ROOTFS] [--] [CMD [ARG...]]   -- see mrun-run(1)
 #include <fcntl.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -114,29 +113,15 @@ cgroup::Resources parse_limits(const RunOptions& options) {
   return resources;
 }
 
-std::string random_name() {
-  unsigned char bytes[4];
-  if (::getrandom(bytes, sizeof bytes, 0) != sizeof bytes) throw_errno("getrandom");
-  static const char* hex = "0123456789abcdef";
-  std::string name = "mrun-";
-  for (unsigned char b : bytes) {
-    name += hex[b >> 4];
-    name += hex[b & 15];
-  }
-  return name;
-}
-
 std::string absolute_path(const std::string& path, const std::string& what) {
-  char* resolved = ::realpath(path.c_str(), nullptr);
-  if (resolved == nullptr) {
+  auto resolved = sys::real_path(path);
+  if (!resolved) {
     throw Error(what + " " + path + " does not exist", errno,
                 what == "rootfs" ? "give an existing rootfs directory, or omit it to use the "
                                    "built-in busybox rootfs"
                                  : "create it first");
   }
-  std::string result = resolved;
-  std::free(resolved);
-  return result;
+  return *resolved;
 }
 
 // UID[:GID]. Without GID: the user's primary group from the image's /etc/passwd, else 0,
@@ -343,7 +328,7 @@ class RunCommand : public Command {
     config.rootfs =
         rootfs.empty() ? mount::default_rootfs(ctx.data_root) : absolute_path(rootfs, "rootfs");
     config.args = command.empty() ? std::vector<std::string>{"/bin/sh"} : command;
-    config.name = options_.name.empty() ? random_name() : options_.name;
+    config.name = options_.name.empty() ? runtime::generated_container_name() : options_.name;
     name_ = config.name;
     config.hostname = options_.hostname.empty() ? config.name : options_.hostname;
     config.workdir = options_.workdir;
@@ -390,12 +375,8 @@ class RunCommand : public Command {
         run.devices.push_back(mount::parse_device(spec));
       }
     }
-    if (!cdi_devices.empty()) {
-      // CDI names end as --device, -v and -e entries: the same path into the config.
-      auto dirs =
-          options_.cdi_spec_dirs.empty() ? cdi::default_spec_dirs() : options_.cdi_spec_dirs;
-      cdi::apply_edits(cdi::resolve(cdi::load_specs(dirs, ctx.log), cdi_devices), config);
-    }
+    // CDI names end as --device, -v and -e entries: the same path into the config.
+    cdi::apply_devices(cdi_devices, options_.cdi_spec_dirs, config, ctx.log);
     if (!options_.gpu.empty()) run.gpu = mount::parse_gpu(options_.gpu);
     config.keep_groups = options_.keep_groups;
     for (const auto& group : options_.group_add) {

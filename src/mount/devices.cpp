@@ -12,6 +12,7 @@
 
 #include "base/error.hpp"
 #include "base/strings.hpp"
+#include "sys/fs.hpp"
 
 namespace mrun::mount {
 
@@ -265,17 +266,13 @@ GpuUserspace find_gpu_userspace(const std::string& mrun_binary, const char* over
     for (const auto& name : names) {
       // Bind the file itself under each name: a bind mount of a symlink would follow
       // it anyway, and the link target's path does not exist in the container.
-      char* real = ::realpath((lib_dir + "/" + name).c_str(), nullptr);
-      if (real == nullptr) continue;
+      const auto real = sys::real_path(lib_dir + "/" + name);
+      if (!real) continue;
       struct stat file {};
       // Only files: the build tree also has libfakegpu.so.1.0.0.p/, meson's object dir.
-      if (::stat(real, &file) != 0 || !S_ISREG(file.st_mode)) {
-        std::free(real);
-        continue;
-      }
-      found.libraries.emplace_back(real);
+      if (::stat(real->c_str(), &file) != 0 || !S_ISREG(file.st_mode)) continue;
+      found.libraries.push_back(*real);
       found.library_names.push_back(name);
-      std::free(real);
     }
     for (const char* prog : {"fakegpu-client", "fakegpu-client-static"}) {
       std::string path = prog_dir + "/" + prog;

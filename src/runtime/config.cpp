@@ -2,6 +2,7 @@
 
 #include "net/cni_bridge.hpp"
 
+#include <sys/random.h>
 #include <sys/resource.h>
 
 #include <cerrno>
@@ -83,6 +84,18 @@ std::optional<DeviceFilterMode> parse_device_filter_mode(const std::string& text
   if (text == "required") return DeviceFilterMode::required;
   if (text == "off") return DeviceFilterMode::off;
   return std::nullopt;
+}
+
+std::string generated_container_name() {
+  unsigned char bytes[4];
+  if (::getrandom(bytes, sizeof bytes, 0) != sizeof bytes) throw_errno("getrandom");
+  static const char* hex = "0123456789abcdef";
+  std::string name = "mrun-";
+  for (unsigned char b : bytes) {
+    name += hex[b >> 4];
+    name += hex[b & 15];
+  }
+  return name;
 }
 
 bool valid_container_name(const std::string& name) {

@@ -245,6 +245,8 @@ void check_network_options(NetworkMode mode, bool publishes, bool allow_host_loo
 // Throws mrun::Error naming the field and the fix.
 void validate(const ContainerConfig& config);
 bool valid_container_name(const std::string& name);
+// A name for a container run without --name: mrun- and eight random hex digits.
+std::string generated_container_name();
 // process.rlimits (known names, soft <= hard) and oomScoreAdj (-1000..1000), for the
 // container's process and for `mrun exec`'s.
 void validate_process_limits(const std::vector<Rlimit>& rlimits,

@@ -21,6 +21,13 @@
 
 namespace mrun::sys {
 
+std::optional<std::string> real_path(const std::string& path) {
+  std::unique_ptr<char, decltype(&std::free)> resolved(::realpath(path.c_str(), nullptr),
+                                                       &std::free);
+  if (!resolved) return std::nullopt;
+  return std::string(resolved.get());
+}
+
 std::optional<std::string> read_file(const std::string& path) {
   // read(2), not an ifstream: libstdc++'s filebuf throws from underflow when a read
   // fails, as reading /proc/PID/... of a process that exits meanwhile does (ESRCH).

@@ -11,6 +11,9 @@
 namespace mrun::sys {
 
 std::optional<std::string> read_file(const std::string& path);
+// realpath(3): the absolute path with every symlink and "..", or nullopt (errno set)
+// when a part of it does not exist.
+std::optional<std::string> real_path(const std::string& path);
 // Reads `fd` until end-of-file (a pipe whose writers all closed, a socket shut down).
 std::string read_all(int fd);
 void write_file(const std::string& path, const std::string& content);

@@ -161,3 +161,12 @@ TEST_CASE("process.rlimits and oomScoreAdj are checked before anything starts") 
                       Catch::Contains("RLIMIT_STACK: soft limit 11 is above the hard limit 10"));
   REQUIRE_THROWS_WITH(validate_process_limits({}, 1001), Catch::Contains("process.oomScoreAdj"));
 }
+
+TEST_CASE("a generated container name is a valid one, and a fresh one each time") {
+  const std::string a = generated_container_name();
+  const std::string b = generated_container_name();
+  REQUIRE(valid_container_name(a));
+  REQUIRE(a.size() == 13);
+  REQUIRE(a.rfind("mrun-", 0) == 0);
+  REQUIRE(a != b);  // 32 random bits: equal once in four billion runs
+}

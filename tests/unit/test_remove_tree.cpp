@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cerrno>
 #include <cstdlib>
 #include <string>
 
@@ -79,4 +80,19 @@ TEST_CASE("remove_tree of a missing path is done, of a plain file removes it") {
   REQUIRE(mrun::sys::remove_tree(root + "/file"));
   REQUIRE_FALSE(mrun::sys::exists(root + "/file"));
   REQUIRE(mrun::sys::remove_tree(root));
+}
+
+TEST_CASE("real_path resolves symlinks and dot-dot, and says when a part is missing") {
+  char dir[] = "/tmp/mrun-realpath-XXXXXX";
+  REQUIRE(::mkdtemp(dir) != nullptr);
+  const std::string base = dir;
+  REQUIRE(::mkdir((base + "/a").c_str(), 0700) == 0);
+  REQUIRE(::symlink("a", (base + "/link").c_str()) == 0);
+  REQUIRE(mrun::sys::real_path(base + "/link/../link/.") == base + "/a");
+  errno = 0;
+  REQUIRE_FALSE(mrun::sys::real_path(base + "/missing/x"));
+  REQUIRE(errno == ENOENT);
+  ::unlink((base + "/link").c_str());
+  ::rmdir((base + "/a").c_str());
+  ::rmdir(dir);
 }
