@@ -643,6 +643,7 @@ class Launch {
   void place_child();
   void serve_setup();
   void handle(SyncMessage<ToMonitor>& message);
+  void keep_as(Status status);
   void hold_created();
   void record_running();
   int wait_for_exit();
@@ -1038,33 +1039,31 @@ void Launch::handle(SyncMessage<ToMonitor>& message) {
   }
 }
 
-// Held on the exec fifo: from now on `mrun start`, `kill` and `delete` own its fate, so
-// the record stays whatever happens.
-void Launch::hold_created() {
-  state_.status = Status::created;
+// Records the container with STATUS and its pid, and dismisses the undo: from here on
+// the container is kept, whatever happens to this monitor.
+void Launch::keep_as(Status status) {
+  state_.status = status;
   state_.pid = child_.pid;
   state_.pid_start = sys::process_start_time(child_.pid);
   {
     StateLock lock(store_.root());
     store_.write(state_);
   }
-  held_ = true;
   undo_child_->dismiss();
   undo_claim_->dismiss();
+}
+
+// Held on the exec fifo: from now on `mrun start`, `kill` and `delete` own its fate, so
+// the record stays whatever happens.
+void Launch::hold_created() {
+  keep_as(Status::created);
+  held_ = true;
   hooks_.on_created(child_.pid);
 }
 
 // Running: recorded, the undo dismissed, poststart hooks run.
 void Launch::record_running() {
-  state_.status = Status::running;
-  state_.pid = child_.pid;
-  state_.pid_start = sys::process_start_time(child_.pid);
-  {
-    StateLock lock(store_.root());
-    store_.write(state_);
-  }
-  undo_child_->dismiss();
-  undo_claim_->dismiss();
+  keep_as(Status::running);
   if (!held_) run_poststart(config_, oci_state_json(state_, Status::running), ctx_);
   if (hooks_.on_started) hooks_.on_started();
 }
