@@ -83,16 +83,12 @@ TEST_CASE("remove_tree of a missing path is done, of a plain file removes it") {
 }
 
 TEST_CASE("real_path resolves symlinks and dot-dot, and says when a part is missing") {
-  char dir[] = "/tmp/mrun-realpath-XXXXXX";
-  REQUIRE(::mkdtemp(dir) != nullptr);
-  const std::string base = dir;
+  const std::string base = make_temp_dir();
   REQUIRE(::mkdir((base + "/a").c_str(), 0700) == 0);
   REQUIRE(::symlink("a", (base + "/link").c_str()) == 0);
   REQUIRE(mrun::sys::real_path(base + "/link/../link/.") == base + "/a");
   errno = 0;
   REQUIRE_FALSE(mrun::sys::real_path(base + "/missing/x"));
   REQUIRE(errno == ENOENT);
-  ::unlink((base + "/link").c_str());
-  ::rmdir((base + "/a").c_str());
-  ::rmdir(dir);
+  REQUIRE(mrun::sys::remove_tree(base));
 }

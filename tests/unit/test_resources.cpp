@@ -12,6 +12,7 @@
 #include "cgroup/cgroup.hpp"
 #include "cgroup/resources.hpp"
 #include "sys/fs.hpp"
+#include "temp_dir.hpp"
 
 using namespace mrun::cgroup;
 
@@ -34,14 +35,8 @@ std::string error_of(const Resources& r) {
   return "";
 }
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/mrun-unit-resources-XXXXXX";
-    REQUIRE(::mkdtemp(tmpl) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() { mrun::sys::remove_tree(path); }
+struct TempDir : mrun::test::TempDir {
+  TempDir() : mrun::test::TempDir("resources") {}
   // An interface file: empty, as cgroupfs files read before a write here.
   void file(const std::string& name, const std::string& content = "") const {
     mrun::sys::write_file_atomic(path + "/" + name, content, 0644);

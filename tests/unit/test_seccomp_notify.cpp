@@ -31,6 +31,7 @@
 #include "security/seccomp_profile.hpp"
 #include "security/seccomp_support.hpp"
 #include "security/security_plan.hpp"
+#include "temp_dir.hpp"
 
 using namespace mrun;
 using namespace mrun::security;
@@ -61,15 +62,8 @@ std::string notify_profile(const std::string& name, const std::string& extra = {
          R"( "syscalls": [{"names": [")" + name + R"("], "action": "SCMP_ACT_NOTIFY"}]})";
 }
 
-// A private directory, removed at the end.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/mrun-unit-notify.XXXXXX";
-    REQUIRE(::mkdtemp(tmpl) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() { std::system(("rm -rf " + path).c_str()); }
+struct TempDir : mrun::test::TempDir {
+  TempDir() : mrun::test::TempDir("notify") {}
 };
 
 UniqueFd listen_at(const std::string& path) {

@@ -16,20 +16,13 @@
 #include "base/unique_fd.hpp"
 #include "sys/fs.hpp"
 #include "sys/spare_dirs.hpp"
+#include "temp_dir.hpp"
 
 using namespace mrun;
 
 namespace {
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char name[] = "/tmp/mrun-spare-XXXXXX";
-    REQUIRE(::mkdtemp(name) != nullptr);
-    path = name;
-  }
-  ~TempDir() { sys::remove_tree(path); }
-};
+using test::TempDir;
 
 // A directory at PATH holding one file named MARK.
 void make_dir_with(const std::string& path, const std::string& mark) {
@@ -51,7 +44,7 @@ const auto any = [](int) { return true; };
 }  // namespace
 
 TEST_CASE("a pool keeps directories up to its maximum, each under its tag") {
-  TempDir t;
+  TempDir t("spare");
   const std::string pool = t.path + "/pool";
   for (int i = 0; i < 3; ++i) make_dir_with(t.path + "/d" + std::to_string(i), "m");
   REQUIRE(sys::keep_spare_dir(pool, t.path + "/d0", 2, "ready-"));
@@ -67,7 +60,7 @@ TEST_CASE("a pool keeps directories up to its maximum, each under its tag") {
 }
 
 TEST_CASE("a taker gets a kept directory of its tag, and none that is unusable") {
-  TempDir t;
+  TempDir t("spare");
   const std::string pool = t.path + "/pool", target = t.path + "/target";
   REQUIRE_FALSE(sys::take_spare_dir(pool, target, any));  // no pool at all
   make_dir_with(t.path + "/a", "a");
@@ -88,7 +81,7 @@ TEST_CASE("a taker gets a kept directory of its tag, and none that is unusable")
 }
 
 TEST_CASE("tidying readies one untagged directory, removes a refused one, skips ready ones") {
-  TempDir t;
+  TempDir t("spare");
   const std::string pool = t.path + "/pool";
   make_dir_with(t.path + "/a", "a");
   REQUIRE(sys::keep_spare_dir(pool, t.path + "/a", 8));
@@ -108,7 +101,7 @@ TEST_CASE("tidying readies one untagged directory, removes a refused one, skips 
 }
 
 TEST_CASE("a directory left mid-tidy by a dead mrun is tidied; a live one's is left alone") {
-  TempDir t;
+  TempDir t("spare");
   const std::string pool = t.path + "/pool";
   REQUIRE(::mkdir(pool.c_str(), 0700) == 0);
   // A pid that is surely gone: a child that has exited and been reaped.
@@ -127,7 +120,7 @@ TEST_CASE("a directory left mid-tidy by a dead mrun is tidied; a live one's is l
 }
 
 TEST_CASE("of several processes taking from a pool of one, exactly one gets it") {
-  TempDir t;
+  TempDir t("spare");
   const std::string pool = t.path + "/pool";
   make_dir_with(t.path + "/only", "m");
   REQUIRE(sys::keep_spare_dir(pool, t.path + "/only", 8, "ready-"));
