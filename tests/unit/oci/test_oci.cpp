@@ -444,6 +444,11 @@ TEST_CASE("the conversion reads only the config; what the host must have is chec
     REQUIRE_THAT(host_refuses([](json& j) { j["linux"]["mountLabel"] = "system_u:object_r:c"; }),
                  Catch::Contains("linux.mountLabel"));
   }
+  // The label itself must be a string, as runc's parser requires, on any host.
+  REQUIRE_THAT(error_of([] {
+                 convert(edited("crun-spec.json", [](json& j) { j["linux"]["mountLabel"] = 7; }));
+               }),
+               Catch::Contains("linux.mountLabel: must be a string"));
   REQUIRE(convert(edited("crun-spec.json", [](json& j) {
             j["linux"]["mountLabel"] = "system_u:object_r:c";
           })).mount_label == "system_u:object_r:c");
