@@ -16,6 +16,7 @@ import os
 import pytest
 
 import mrunlib as M
+from test_oci import _create
 
 VM_SUITE = "tests/vm/cgroup-suite.sh covers it on a pure cgroup v2"
 
@@ -152,7 +153,6 @@ def test_a_created_containers_leaf_outlives_its_exit_until_delete(mrun, private_
     runc's does, then goes."""
     if not os.access(HOG, os.X_OK):
         pytest.skip(f"hog not staged next to mrun-probe ({HOG})")
-    from test_oci import _create
 
     def edit(config):
         config["linux"]["resources"] = {"memory": {"limit": 64 << 20, "swap": 64 << 20}}
