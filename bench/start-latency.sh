@@ -2,8 +2,8 @@
 # Start-to-exit latency of a rootless `mrun run --rm --network none ROOTFS /bin/true`,
 # side by side in one hyperfine run with the floor `unshare -Urmpf /bin/true`, the
 # floor with mrun's seven namespaces and subordinate id maps, bubblewrap, crun and
-# runc (rootless bundles of the same rootfs); plus the peak RSS of each. All measured
-# as the unprivileged user (default mrun-test).
+# runc (rootless bundles of the same rootfs), and mrun on crun's bundle; plus the peak
+# RSS of each. All measured as the unprivileged user (default mrun-test).
 #
 #   bench/start-latency.sh [RUNS]        as root (default RUNS=50)
 #   MRUN_BUILD_DIR   build dir with src/mrun (default: build)
@@ -53,6 +53,8 @@ if [ "${1:-}" = "--as-user" ]; then
     names+=(runc) cmds+=("runc --root $stage/runc-state $runc_args run --bundle $stage/runc-bundle bench-runc-$$")
   fi
   names+=(mrun) cmds+=("$mrun run --rm --network none $rootfs /bin/true")
+  # The same bundle crun runs, as `runc run` users run it: created, run, deleted.
+  names+=(mrun-bundle) cmds+=("$mrun run --bundle $stage/bundle bench-mrun-$$")
   if [ -n "$extra" ]; then        # MRUN_BENCH_EXTRA, checked by the root half
     IFS=';' read -ra entries <<<"$extra"
     for e in "${entries[@]}"; do

@@ -73,8 +73,10 @@ void run_poststart_hooks(const StateStore& store, const ContainerState& state, c
 }
 
 // Gives a container's monitor a moment to record the exit and clean up, so that delete
-// does not race it for the state directory.
+// does not race it for the state directory. `mrun run --bundle` deletes its container
+// itself, as its own monitor, once that monitor is done: it never waits for itself.
 void wait_for_monitor(const ContainerState& state) {
+  if (state.monitor_pid == ::getpid()) return;
   for (int i = 0; i < 500 && process_alive(state.monitor_pid, state.monitor_start); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }

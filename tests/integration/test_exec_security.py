@@ -225,7 +225,10 @@ def test_exec_runs_from_a_sealed_copy_where_the_container_could_write_mrun(
             assert err.value.errno in (errno.ETXTBSY, errno.EPERM, errno.EACCES), err.value
         finally:
             p.kill()
-            p.communicate()
+            # The exec'd sleep keeps mrun exec's stdout open: it goes with the container's
+            # PID namespace, not with mrun exec.
+            mrun("delete", "--force", name)
+            p.communicate(timeout=30)
     finally:
         mrun("delete", "--force", name)
 
