@@ -80,59 +80,36 @@ class ExecCommand : public Command {
     auto defaults = runtime::read_exec_defaults(store, id);
 
     runtime::ExecRequest request;
-    request.env = defaults.env;
-    request.cwd = defaults.cwd;
-    request.user = defaults.user;
-    request.security = defaults.security;
-    request.keep_groups = defaults.keep_groups;
-    request.umask = defaults.umask;
-    request.rlimits = defaults.rlimits;
-    request.oom_score_adj = defaults.oom_score_adj;
-    request.personality = defaults.personality;
-    request.memory_policy = defaults.memory_policy;
-    request.apparmor_profile = defaults.apparmor_profile;
-    request.selinux_label = defaults.selinux_label;
+    runtime::ProcessSpec& process = request.process;
+    process = defaults.process;
     if (!process_file_.empty()) {
       if (!command.empty()) {
         throw Error("exec: give either --process FILE or a command, not both", EINVAL);
       }
       auto text = sys::read_file(process_file_);
       if (!text) throw_errno("read --process " + process_file_);
-      auto process = oci::parse_process_text(*text);
       // runc: the process JSON is the whole process; the container's security still
-      // applies where it says nothing (seccomp is the container's), and so do its
-      // rlimits, umask and oomScoreAdj when the file has none.
-      request.args = process.args;
-      request.env = process.env;
-      if (!process.cwd.empty()) request.cwd = process.cwd;
-      oci::ProcessSettings settings;
+      // applies where it says nothing (seccomp is the container's), and so do its cwd,
+      // rlimits, umask, oomScoreAdj and labels when the file has none.
       try {
-        settings = oci::convert_process_settings(process);
+        oci::overlay_process(oci::parse_process_text(*text), process);
       } catch (const Error& e) {
         std::string what = e.what_failed();
         if (what.rfind("config.json", 0) == 0) what.replace(0, 11, "process.json");
         throw Error(what, e.errno_value(), e.hint());
       }
-      request.user = settings.user;
-      if (settings.umask) request.umask = settings.umask;
-      if (!settings.rlimits.empty()) request.rlimits = settings.rlimits;
-      if (settings.oom_score_adj) request.oom_score_adj = settings.oom_score_adj;
-      request.tty = process.terminal.value_or(false);
-      oci::convert_process_security(process, request.security);
-      if (process.apparmor_profile) request.apparmor_profile = *process.apparmor_profile;
-      if (process.selinux_label) request.selinux_label = *process.selinux_label;
-      security::check_lsm_labels(request.apparmor_profile, request.selinux_label);
+      security::check_lsm_labels(process.apparmor_profile, process.selinux_label);
     } else {
-      request.args = command;
+      process.args = command;
     }
-    request.tty = request.tty || tty_;
-    request.env = runtime::merge_env(request.env, env_);
-    if (!cwd_.empty()) request.cwd = cwd_;
-    if (!user_.empty()) request.user = runtime::parse_exec_user(user_, request.user);
+    process.terminal = process.terminal || tty_;
+    process.env = runtime::merge_env(process.env, env_);
+    if (!cwd_.empty()) process.cwd = cwd_;
+    if (!user_.empty()) process.user = runtime::parse_exec_user(user_, process.user);
     // As runc: added to the process's groups (the container's, or the file's).
-    for (gid_t gid : additional_gids_) request.user.additional_gids.push_back(gid);
-    for (const auto& cap : caps_) request.security.cap_add.push_back(cap);
-    if (no_new_privs_) request.security.no_new_privileges = true;
+    for (gid_t gid : additional_gids_) process.user.additional_gids.push_back(gid);
+    for (const auto& cap : caps_) process.security.cap_add.push_back(cap);
+    if (no_new_privs_) process.security.no_new_privileges = true;
     request.detach = detach_;
     request.pid_file = pid_file_;
     request.console_socket = console_socket_;

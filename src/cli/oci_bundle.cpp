@@ -53,11 +53,11 @@ void add_process_options(CLI::App* app, ProcessOptions& options) {
 
 void apply_process_options(const ProcessOptions& options, runtime::ContainerConfig& config,
                            bool detached) {
-  if (config.tty && detached && options.console_socket.empty()) {
+  if (config.process.terminal && detached && options.console_socket.empty()) {
     throw Error("cannot allocate tty if mrun will detach without setting console socket", EINVAL,
                 "give --console-socket PATH, or set process.terminal to false");
   }
-  if (!config.tty && !options.console_socket.empty()) {
+  if (!config.process.terminal && !options.console_socket.empty()) {
     throw Error("cannot use console socket if mrun will not allocate tty", EINVAL,
                 "set process.terminal to true in config.json");
   }
@@ -73,8 +73,8 @@ void apply_process_options(const ProcessOptions& options, runtime::ContainerConf
     if (n > 0) {
       // Socket activation passes them from fd 3, as --preserve-fds counts.
       config.preserve_fds = std::max(config.preserve_fds, n);
-      config.env.push_back("LISTEN_FDS=" + std::to_string(n));
-      config.env.push_back("LISTEN_PID=1");
+      config.process.env.push_back("LISTEN_FDS=" + std::to_string(n));
+      config.process.env.push_back("LISTEN_PID=1");
     }
   }
   config.no_pivot = options.no_pivot;

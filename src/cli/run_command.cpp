@@ -273,7 +273,7 @@ class RunCommand : public Command {
       config = oci::to_container_config(built.spec, {}, name_, ::getuid(), ::getgid(), ctx.log,
                                         built.additions);
       runtime::validate(config);
-      if (!process_.console_socket.empty() && !config.tty) {
+      if (!process_.console_socket.empty() && !config.process.terminal) {
         throw Error("--console-socket needs a terminal", EINVAL, "add -t");
       }
       config.console_socket = process_.console_socket;

@@ -135,7 +135,7 @@ Process parse_process(const json& j) {
     if (!it->is_array()) throw bad("process.rlimits", "must be an array");
     for (const auto& r : *it) {
       object_at(r, "process.rlimits[]");
-      Rlimit limit;
+      runtime::Rlimit limit;
       get(r, "type", limit.type, "process.rlimits[].");
       get(r, "hard", limit.hard, "process.rlimits[].");
       get(r, "soft", limit.soft, "process.rlimits[].");
@@ -690,9 +690,9 @@ void convert_personality(const Linux& l, runtime::ContainerConfig& c) {
   std::string domain;
   get(*it, "domain", domain, "linux.personality.");
   if (domain == "LINUX") {
-    c.personality = 0x0000;  // PER_LINUX
+    c.process.personality = 0x0000;  // PER_LINUX
   } else if (domain == "LINUX32") {
-    c.personality = 0x0008;  // PER_LINUX32
+    c.process.personality = 0x0008;  // PER_LINUX32
   } else {
     throw bad("linux.personality.domain", "\"" + domain + "\" is not LINUX or LINUX32");
   }
@@ -764,7 +764,7 @@ void convert_memory_policy(const Linux& l, runtime::ContainerConfig& c) {
     throw bad("linux.memoryPolicy.nodes", mode + " needs nodes");
   }
   if (!nodes.empty()) policy.nodemask = parse_node_list(nodes, "linux.memoryPolicy.nodes");
-  c.memory_policy = std::move(policy);
+  c.process.memory_policy = std::move(policy);
 }
 
 // linux.timeOffsets: {"monotonic"|"boottime": {"secs", "nanosecs"}}, for a new time
@@ -876,19 +876,34 @@ void convert_process_security(const Process& p, security::SecurityOptions& secur
   security.privileged = false;
 }
 
-ProcessSettings convert_process_settings(const Process& p) {
-  ProcessSettings out;
-  out.user.uid = p.user.uid;
-  out.user.gid = p.user.gid;
-  out.user.additional_gids.assign(p.user.additional_gids.begin(), p.user.additional_gids.end());
+void overlay_process(const Process& p, runtime::ProcessSpec& out) {
+  out.args = p.args;
+  // A name given twice: the later value wins, as in runc and crun (podman 4.3 appends
+  // a CDI spec's PATH after the image's instead of replacing it).
+  out.env.clear();
+  for (const auto& entry : p.env) {
+    std::string key = entry.substr(0, entry.find('='));
+    std::erase_if(out.env, [&](const std::string& e) { return starts_with(e, key + "="); });
+    out.env.push_back(entry);
+  }
+  if (!p.cwd.empty()) out.cwd = p.cwd;
+  out.terminal = p.terminal.value_or(false);
+  out.user = {p.user.uid, p.user.gid, false,
+              std::vector<gid_t>(p.user.additional_gids.begin(), p.user.additional_gids.end())};
   if (p.user.umask) {
     if (*p.user.umask > 0777) throw bad("process.user.umask", "must be at most 0777");
     out.umask = static_cast<mode_t>(*p.user.umask);
   }
-  for (const auto& r : p.rlimits) out.rlimits.push_back({r.type, r.soft, r.hard});
-  out.oom_score_adj = p.oom_score_adj;
-  runtime::validate_process_limits(out.rlimits, out.oom_score_adj);
-  return out;
+  if (!p.rlimits.empty()) out.rlimits = p.rlimits;
+  if (p.oom_score_adj) out.oom_score_adj = p.oom_score_adj;
+  runtime::validate_process_limits(out);
+  // Labels go on where their LSM is enabled, which the start checks
+  // (runtime/host_support.hpp): the conversion reads only the config.
+  if (p.apparmor_profile) out.apparmor_profile = *p.apparmor_profile;
+  if (p.selinux_label) out.selinux_label = *p.selinux_label;
+  // The spec's defaults, not mrun run's: no capability set means none, no
+  // noNewPrivileges means false.
+  convert_process_security(p, out.security);
 }
 
 Process parse_process_text(const std::string& text) {
@@ -959,32 +974,11 @@ runtime::ContainerConfig to_container_config(const Spec& spec, const std::string
   if (spec.annotations) c.annotations = *spec.annotations;
   if (!spec.process) throw unsupported("process", "a container without a process");
   const Process& p = *spec.process;
-  c.args = p.args;
-  // A name given twice: the later value wins, as in runc and crun (podman 4.3 appends
-  // a CDI spec's PATH after the image's instead of replacing it).
-  for (const auto& entry : p.env) {
-    std::string key = entry.substr(0, entry.find('='));
-    std::erase_if(c.env, [&](const std::string& e) { return starts_with(e, key + "="); });
-    c.env.push_back(entry);
-  }
-  c.workdir = p.cwd;
-  c.tty = p.terminal.value_or(false);
-  // user (with additionalGids), umask, rlimits and oomScoreAdj: applied by the
-  // container's process itself (runtime/become_command.hpp), never to mrun.
-  auto settings = convert_process_settings(p);
-  c.user = settings.user;
-  c.user.gid_from_image = additions.gid_from_image;
-  c.umask = settings.umask;
-  c.rlimits = settings.rlimits;
-  c.oom_score_adj = settings.oom_score_adj;
-  // Labels go on where their LSM is enabled, which the start checks
-  // (runtime/host_support.hpp): the conversion reads only the config.
-  c.apparmor_profile = p.apparmor_profile.value_or("");
-  c.selinux_label = p.selinux_label.value_or("");
-  // The spec's defaults, not mrun run's: no capability set means none, no
-  // noNewPrivileges means false, no linux.seccomp means no filter.
-  convert_process_security(p, c.security);
-  c.security.privileged = additions.privileged;
+  // Applied by the container's process itself (runtime/become_command.hpp), never
+  // to mrun. The cwd is required by validate(); no linux.seccomp means no filter.
+  overlay_process(p, c.process);
+  c.process.user.gid_from_image = additions.gid_from_image;
+  c.process.security.privileged = additions.privileged;
 
   c.rootfs = spec.root->path[0] == '/' ? spec.root->path : bundle + "/" + spec.root->path;
   c.read_only = spec.root->readonly.value_or(false);
@@ -1001,7 +995,7 @@ runtime::ContainerConfig to_container_config(const Spec& spec, const std::string
   }
   if (spec.annotations) {
     auto it = spec.annotations->find("run.oci.keep_original_groups");
-    c.keep_groups = it != spec.annotations->end() && it->second == "1";
+    c.process.keep_groups = it != spec.annotations->end() && it->second == "1";
   }
 
   if (!spec.linux) throw unsupported("linux", "a config without a linux section");
@@ -1055,13 +1049,13 @@ runtime::ContainerConfig to_container_config(const Spec& spec, const std::string
     }
   }
   if (l.seccomp) {
-    c.security.seccomp = security::SeccompMode::file;
-    c.security.seccomp_profile_json = l.seccomp->dump();
+    c.process.security.seccomp = security::SeccompMode::file;
+    c.process.security.seccomp_profile_json = l.seccomp->dump();
   } else {
     // An OCI config without linux.seccomp: no filter; mrun run: its default profile or
     // the --security-opt file.
-    c.security.seccomp = additions.seccomp;
-    c.security.seccomp_profile = additions.seccomp_profile;
+    c.process.security.seccomp = additions.seccomp;
+    c.process.security.seccomp_profile = additions.seccomp_profile;
   }
   return c;
 }

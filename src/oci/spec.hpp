@@ -32,12 +32,6 @@ struct Capabilities {
   std::optional<std::vector<std::string>> bounding, effective, inheritable, permitted, ambient;
 };
 
-struct Rlimit {
-  std::string type;  // RLIMIT_NOFILE
-  std::uint64_t hard = 0;
-  std::uint64_t soft = 0;
-};
-
 struct Process {
   std::optional<bool> terminal;
   User user;
@@ -45,7 +39,7 @@ struct Process {
   std::vector<std::string> env;
   std::string cwd;
   std::optional<Capabilities> capabilities;
-  std::vector<Rlimit> rlimits;
+  std::vector<runtime::Rlimit> rlimits;
   std::optional<bool> no_new_privileges;
   std::optional<std::string> apparmor_profile;
   std::optional<std::string> selinux_label;
@@ -154,16 +148,13 @@ Process parse_process_text(const std::string& text);
 // options (the spec's defaults: none of either when absent).
 void convert_process_security(const Process& p, security::SecurityOptions& security);
 
-// process.user (uid, gid, additionalGids, umask), rlimits and oomScoreAdj as the
-// runtime's types, for create and `mrun exec --process` alike; the container's process
-// applies them (runtime/become_command.hpp). Throws naming the field.
-struct ProcessSettings {
-  runtime::UserSpec user;
-  std::optional<mode_t> umask;
-  std::vector<runtime::Rlimit> rlimits;
-  std::optional<int> oom_score_adj;
-};
-ProcessSettings convert_process_settings(const Process& p);
+// What a process object says, over `out`, for create (over the defaults) and `mrun exec
+// --process` (over the container's exec.json) alike: args, env (a name given twice:
+// the later value wins), user, terminal, capabilities and noNewPrivileges always; cwd,
+// umask, rlimits, oomScoreAdj and the labels where it gives them. The container's
+// process applies the result (runtime/become_command.hpp); the seccomp filter and the
+// rest of `out` stay. Throws naming the field ("config.json: process.user.umask ...").
+void overlay_process(const Process& p, runtime::ProcessSpec& out);
 
 // linux.cgroupsPath as the parent directory of the container's leaf, relative to the
 // cgroup2 root: systemd's "slice:prefix:name" (as engines pass it with --systemd-cgroup)

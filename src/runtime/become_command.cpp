@@ -120,8 +120,8 @@ std::optional<std::vector<gid_t>> supplementary_groups(const CommandProcess& pro
                                                        gid_t primary_gid) {
   // --keep-groups: the kernel checks a node's group against the real kgid, so a
   // root:fakegpu 0660 node stays usable; crun also leaves additionalGids unset then.
-  if (process.keep_groups) return std::nullopt;
-  const auto& wanted = process.user.additional_gids;
+  if (process.spec.keep_groups) return std::nullopt;
+  const auto& wanted = process.spec.user.additional_gids;
   if (!process.may_setgroups) {
     // A single-id map: the kernel denies setgroups, and the caller's groups stay (they
     // show as nogroup). The primary gid alone is what the process has anyway.
@@ -198,13 +198,13 @@ std::string resolve_command(const std::string& name, const std::string& path_env
 // once, for the command (and what it forks).
 static void set_execution_domain(const CommandProcess& process) {
   try {
-    if (process.personality) sys::set_personality(*process.personality);
+    if (process.spec.personality) sys::set_personality(*process.spec.personality);
   } catch (const Error& e) {
     throw e.wrap("linux.personality");
   }
   try {
-    if (process.memory_policy) {
-      const MemoryPolicy& p = *process.memory_policy;
+    if (process.spec.memory_policy) {
+      const MemoryPolicy& p = *process.spec.memory_policy;
       sys::set_memory_policy(p.mode | static_cast<int>(p.flags), p.nodemask);
     }
   } catch (const Error& e) {
@@ -216,8 +216,8 @@ void become_command(const CommandProcess& process, const security::SecurityPlan&
                     const ContainerEnd& sync, const std::function<void()>& before_exec) {
   // The container's own /etc/passwd, read by this process inside the container (never
   // by mrun on the host, where it could be a symlink to a host file).
-  UserSpec user = process.user;
-  std::vector<std::string> env = process.env;
+  UserSpec user = process.spec.user;
+  std::vector<std::string> env = process.spec.env;
   const bool need_home = std::none_of(env.begin(), env.end(), [](const std::string& e) {
     return starts_with(e, "HOME=") && e.size() > 5;
   });
@@ -232,11 +232,11 @@ void become_command(const CommandProcess& process, const security::SecurityPlan&
     }
   }
 
-  set_rlimits(process.rlimits);
+  set_rlimits(process.spec.rlimits);
   set_execution_domain(process);
   // Before no_new_privs (which would keep AppArmor from changing profile at execve),
   // while the process may still write its own attr files.
-  security::set_exec_labels(process.apparmor_profile, process.selinux_label);
+  security::set_exec_labels(process.spec.apparmor_profile, process.spec.selinux_label);
   set_groups(process, user.gid);
   // The uid/gid switch sits between the two halves of the capability setup: the
   // bounding set is cut (and, for a non-root user, PR_SET_KEEPCAPS set) while we still
@@ -250,9 +250,9 @@ void become_command(const CommandProcess& process, const security::SecurityPlan&
   // the command starts as a fresh program would: nothing blocked, nothing ignored.
   sys::reset_signals();
   // Unset: 0022, as runc and crun give it, whatever the caller's umask was.
-  ::umask(process.umask.value_or(022));
+  ::umask(process.spec.umask.value_or(022));
   // As the command's user, so that its search permissions decide.
-  const auto& args = process.args;
+  const auto& args = process.spec.args;
   std::string path = resolve_command(args.front(), env_value(env, "PATH"));
   std::vector<char*> argv;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));

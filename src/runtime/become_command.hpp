@@ -34,30 +34,18 @@
 #include <string>
 #include <vector>
 
-#include "runtime/config.hpp"
+#include "runtime/process_spec.hpp"
 #include "runtime/sync_channel.hpp"
 #include "security/security_plan.hpp"
 
 namespace mrun::runtime {
 
+// The process and what only the moment of its exec knows.
 struct CommandProcess {
-  std::vector<std::string> args;
-  std::vector<std::string> env;  // KEY=VALUE; HOME is added when absent
-  UserSpec user;
-  std::optional<mode_t> umask;
-  std::vector<Rlimit> rlimits;
-  // --keep-groups (run.oci.keep_original_groups): the caller's supplementary groups
-  // stay, and additionalGids are not set (as crun does).
-  bool keep_groups = false;
+  const ProcessSpec& spec;  // HOME is added to its env when absent
   // false: the user namespace denies setgroups (a single-id rootless map).
   bool may_setgroups = true;
-  // linux.personality and linux.memoryPolicy (kept across execve).
-  std::optional<unsigned long> personality;
-  std::optional<MemoryPolicy> memory_policy;
-  // process.apparmorProfile, process.selinuxLabel (security/lsm.hpp).
-  std::string apparmor_profile;
-  std::string selinux_label;
-  int preserve_fds = 0;
+  int preserve_fds = 0;  // fds 3..3+N-1 stay open across the exec
 };
 
 // Never returns: execs the command, or throws an Error (its exit status 125, 126 or

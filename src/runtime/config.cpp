@@ -3,7 +3,6 @@
 #include "net/cni_bridge.hpp"
 
 #include <sys/random.h>
-#include <sys/resource.h>
 
 #include <cerrno>
 #include <map>
@@ -11,30 +10,6 @@
 #include "base/error.hpp"
 
 namespace mrun::runtime {
-
-std::optional<int> rlimit_resource(const std::string& type) {
-  static const std::map<std::string, int> names{
-      {"RLIMIT_AS", RLIMIT_AS},
-      {"RLIMIT_CORE", RLIMIT_CORE},
-      {"RLIMIT_CPU", RLIMIT_CPU},
-      {"RLIMIT_DATA", RLIMIT_DATA},
-      {"RLIMIT_FSIZE", RLIMIT_FSIZE},
-      {"RLIMIT_LOCKS", RLIMIT_LOCKS},
-      {"RLIMIT_MEMLOCK", RLIMIT_MEMLOCK},
-      {"RLIMIT_MSGQUEUE", RLIMIT_MSGQUEUE},
-      {"RLIMIT_NICE", RLIMIT_NICE},
-      {"RLIMIT_NOFILE", RLIMIT_NOFILE},
-      {"RLIMIT_NPROC", RLIMIT_NPROC},
-      {"RLIMIT_RSS", RLIMIT_RSS},
-      {"RLIMIT_RTPRIO", RLIMIT_RTPRIO},
-      {"RLIMIT_RTTIME", RLIMIT_RTTIME},
-      {"RLIMIT_SIGPENDING", RLIMIT_SIGPENDING},
-      {"RLIMIT_STACK", RLIMIT_STACK},
-  };
-  auto it = names.find(type);
-  if (it == names.end()) return std::nullopt;
-  return it->second;
-}
 
 std::string to_string(OverlayMode mode) {
   switch (mode) {
@@ -112,25 +87,6 @@ bool valid_container_name(const std::string& name) {
   return true;
 }
 
-void validate_process_limits(const std::vector<Rlimit>& rlimits,
-                             const std::optional<int>& oom_score_adj) {
-  for (const auto& r : rlimits) {
-    if (!rlimit_resource(r.type)) {
-      throw Error("process.rlimits: unknown rlimit \"" + r.type + "\"", EINVAL,
-                  "use a name from getrlimit(2), such as RLIMIT_NOFILE");
-    }
-    if (r.soft > r.hard) {
-      throw Error("process.rlimits: " + r.type + ": soft limit " + std::to_string(r.soft) +
-                      " is above the hard limit " + std::to_string(r.hard),
-                  EINVAL, "the soft limit must not exceed the hard one");
-    }
-  }
-  if (oom_score_adj && (*oom_score_adj < -1000 || *oom_score_adj > 1000)) {
-    throw Error("process.oomScoreAdj " + std::to_string(*oom_score_adj) + " is outside -1000..1000",
-                EINVAL);
-  }
-}
-
 void check_network_options(NetworkMode mode, bool publishes, bool allow_host_loopback) {
   if (publishes && !mrun_connects_network(mode)) {
     throw Error(
@@ -160,20 +116,21 @@ void validate(const ContainerConfig& config) {
   if (config.rootfs.empty() || config.rootfs.front() != '/') {
     throw Error("rootfs path \"" + config.rootfs + "\" must be absolute", EINVAL);
   }
-  if (config.args.empty() || config.args.front().empty()) {
+  if (config.process.args.empty() || config.process.args.front().empty()) {
     throw Error("no command to run", EINVAL, "give a command after the rootfs");
   }
-  if (config.workdir.empty() || config.workdir.front() != '/') {
-    throw Error("working directory \"" + config.workdir + "\" must be absolute", EINVAL);
+  const std::string& cwd = config.process.cwd;
+  if (cwd.empty() || cwd.front() != '/') {
+    throw Error("working directory \"" + cwd + "\" must be absolute", EINVAL);
   }
   if (config.hostname.size() > 64) {
     throw Error("hostname \"" + config.hostname + "\" is longer than 64 characters", EINVAL);
   }
   check_network_options(config.network, !config.run.publish.empty(),
                         config.run.allow_host_loopback);
-  validate_process_limits(config.rlimits, config.oom_score_adj);
+  validate_process_limits(config.process);
   // With --console-socket the pty goes to whoever listens there; else nobody would have it.
-  if (config.tty && config.run.detach && config.console_socket.empty()) {
+  if (config.process.terminal && config.run.detach && config.console_socket.empty()) {
     throw Error("--tty cannot be combined with --detach", EINVAL,
                 "there is no attach command yet; drop -t or -d, or give --console-socket");
   }

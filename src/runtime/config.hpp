@@ -21,6 +21,7 @@
 #include "mount/devices.hpp"
 #include "net/publish_spec.hpp"
 #include "runtime/hooks.hpp"
+#include "runtime/process_spec.hpp"
 #include "security/security_options.hpp"
 #include "userns/idmap.hpp"
 
@@ -46,29 +47,6 @@ struct Volume {
   std::string destination;  // container path, absolute
   bool read_only = false;
 };
-
-struct UserSpec {
-  uid_t uid = 0;
-  gid_t gid = 0;
-  // -u UID without a GID: the container's process takes the uid's primary group from
-  // the image's /etc/passwd itself, after pivot_root (runtime/image_user.hpp); `gid`
-  // (0) when the image does not list the uid.
-  bool gid_from_image = false;
-  // process.user.additionalGids: the supplementary groups, set with setgroups(2) once
-  // the id maps are written. Empty: none (the caller's are dropped, see keep_groups).
-  std::vector<gid_t> additional_gids;
-};
-
-// process.rlimits: one resource limit of the container's process (set in it before it
-// execs the command; mrun itself and its helpers keep their own).
-struct Rlimit {
-  std::string type;  // "RLIMIT_NOFILE"
-  std::uint64_t soft = 0;
-  std::uint64_t hard = 0;
-};
-// The setrlimit(2) resource of "RLIMIT_NOFILE" and the rest; nullopt for a name Linux
-// does not have.
-std::optional<int> rlimit_resource(const std::string& type);
 
 // One of the container's namespaces as an OCI config asks for it (linux.namespaces):
 // new (mrun run's only choice), the caller's own (the kind absent from the config), or
@@ -97,15 +75,6 @@ struct IdMappings {
   // Container root is the caller and nothing else is mapped (`runc spec --rootless`):
   // a map any process may write for its own child, no newuidmap needed.
   bool callers_own = false;
-};
-
-// linux.memoryPolicy: set_mempolicy(2) for the container's processes (kept across
-// execve, inherited across fork).
-struct MemoryPolicy {
-  int mode = 0;                         // MPOL_*
-  unsigned flags = 0;                   // MPOL_F_* (or'ed into the mode)
-  std::vector<unsigned long> nodemask;  // bit N: node N
-  bool operator==(const MemoryPolicy&) const = default;
 };
 
 // linux.timeOffsets: a clock's offset in the container's new time namespace.
@@ -159,12 +128,10 @@ struct RunAdditions {
 };
 
 struct ContainerConfig {
-  std::string name;                       // the container's id
-  std::string rootfs;                     // root.path, absolute
-  std::vector<std::string> args;          // process.args
-  std::vector<std::string> env;           // process.env: KEY=VALUE, final
-  std::string workdir = "/";              // process.cwd
-  UserSpec user;                          // process.user
+  std::string name;    // the container's id
+  std::string rootfs;  // root.path, absolute
+  // process, and linux.personality, memoryPolicy and seccomp: the container's command.
+  ProcessSpec process;
   std::string hostname;                   // empty: left as the UTS namespace has it (runc's rule)
   std::string domainname;                 // empty: likewise
   NamespaceRequests namespaces;           // linux.namespaces
@@ -180,9 +147,6 @@ struct ContainerConfig {
   // caller's (no network entry in linux.namespaces); slirp4netns/pasta/bridge: a new
   // one that mrun connects (RunAdditions::connected_network).
   NetworkMode network = NetworkMode::none;
-  bool tty = false;  // process.terminal
-  // process.noNewPrivileges, process.capabilities, linux.seccomp (or mrun run's).
-  security::SecurityOptions security;
   // linux.resources (cgroup/resources.hpp).
   cgroup::Resources resources;
   // linux.devices, made or bound (mount::ConfigDevice).
@@ -196,25 +160,9 @@ struct ContainerConfig {
   // kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*), written by the container's
   // init once its namespaces exist.
   std::map<std::string, std::string> sysctl;
-  std::optional<mode_t> umask;  // process.user.umask; unset: 0022
-  std::vector<Rlimit> rlimits;  // process.rlimits, applied in the container's process
-  // process.oomScoreAdj, written to /proc/self/oom_score_adj by the container's
-  // process; unset: inherited from mrun.
-  std::optional<int> oom_score_adj;
-  // linux.personality (the execution domain, PER_LINUX or PER_LINUX32) and
-  // linux.memoryPolicy, set by the container's process (and exec's) before execve.
-  std::optional<unsigned long> personality;
-  std::optional<MemoryPolicy> memory_policy;
-  // process.apparmorProfile and process.selinuxLabel: the LSM context the command is
-  // exec'd into; only where that LSM is enabled (elsewhere the config is refused).
-  std::string apparmor_profile;
-  std::string selinux_label;
   // linux.mountLabel: the SELinux context of the container's mounts; applied nowhere,
   // so refused where SELinux is enabled (runtime/host_support.hpp).
   std::string mount_label;
-  // annotations["run.oci.keep_original_groups"] = "1" (crun's), or --keep-groups: no
-  // setgroups(0, NULL).
-  bool keep_groups = false;
   std::string bundle;  // absolute; empty: built by mrun run from its flags
   std::map<std::string, std::string> annotations;
   Hooks hooks;       // config.json's hooks (runtime/hooks.hpp says when each stage runs)
@@ -247,9 +195,5 @@ void validate(const ContainerConfig& config);
 bool valid_container_name(const std::string& name);
 // A name for a container run without --name: mrun- and eight random hex digits.
 std::string generated_container_name();
-// process.rlimits (known names, soft <= hard) and oomScoreAdj (-1000..1000), for the
-// container's process and for `mrun exec`'s.
-void validate_process_limits(const std::vector<Rlimit>& rlimits,
-                             const std::optional<int>& oom_score_adj);
 
 }  // namespace mrun::runtime

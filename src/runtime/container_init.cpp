@@ -66,7 +66,7 @@ void drop_host_groups(const LaunchSpec& spec, bool may_setgroups) {
   // groups stay, so a group-owned node stays reachable through them.
   // --keep-groups keeps them (podman's --group-add keep-groups): the kernel checks a
   // node's group against the real kgid, so a root:fakegpu 0660 node stays usable.
-  if (spec.config.keep_groups) return;
+  if (spec.config.process.keep_groups) return;
   if (may_setgroups && ::setgroups(0, nullptr) != 0) throw_errno("drop supplementary groups");
 }
 
@@ -286,20 +286,7 @@ void join_new_keyring(const LaunchSpec& spec) {
 [[noreturn]] void exec_command(const LaunchSpec& spec, const ContainerEnd& sync,
                                const UniqueFd& parent_pidfd, const UniqueFd& exec_fifo,
                                const std::string& state_json, bool may_setgroups) {
-  const ContainerConfig& config = spec.config;
-  CommandProcess process;
-  process.args = config.args;
-  process.env = config.env;
-  process.user = config.user;
-  process.umask = config.umask;
-  process.rlimits = config.rlimits;
-  process.keep_groups = config.keep_groups;
-  process.may_setgroups = may_setgroups;
-  process.personality = config.personality;
-  process.memory_policy = config.memory_policy;
-  process.apparmor_profile = config.apparmor_profile;
-  process.selinux_label = config.selinux_label;
-  process.preserve_fds = config.preserve_fds;
+  const CommandProcess process{spec.config.process, may_setgroups, spec.config.preserve_fds};
   become_command(process, spec.security, sync, [&] {
     die_with_parent(spec, parent_pidfd);
     wait_for_start(spec, sync, exec_fifo, state_json);
@@ -403,16 +390,16 @@ void container_main(const LaunchSpec& spec, const ContainerEnd& sync, const Uniq
       sys::bring_loopback_up();
     }
     join_new_keyring(spec);
-    if (spec.config.tty) {
+    if (spec.config.process.terminal) {
       attach_new_pty(sync, true, true);
     } else {
       attach_stdio(spec);
     }
     enter_callers_mount_namespace(spec);
-    prepare_workdir(spec.config.workdir);
+    prepare_workdir(spec.config.process.cwd);
     // While still dumpable (--init's PID 1 is not, and then cannot open its own file):
     // the reaper and the command share it (runtime/become_command.hpp).
-    if (spec.config.oom_score_adj) set_oom_score_adj(*spec.config.oom_score_adj);
+    if (spec.config.process.oom_score_adj) set_oom_score_adj(*spec.config.process.oom_score_adj);
     if (spec.config.run.init) become_reaper_and_fork_command(spec, sync, parent_pidfd);
     exec_command(spec, sync, parent_pidfd, exec_fifo, state_json, may_setgroups);
   } catch (const Error& e) {

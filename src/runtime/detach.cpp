@@ -26,7 +26,7 @@ void write_report(int fd, const std::string& text) {
     // OCI create: the caller's stdio (an engine's pipes, or its terminal) become the
     // container's, as runc's pass-through; the monitor's own go to container.log. With
     // a terminal the container has the pty instead, and these are not needed.
-    for (int i = 0; i < 3 && !config.tty; ++i) {
+    for (int i = 0; i < 3 && !config.process.terminal; ++i) {
       config.stdio_fds[static_cast<std::size_t>(i)] =
           ::fcntl(i, F_DUPFD_CLOEXEC, 3 + config.preserve_fds);
     }

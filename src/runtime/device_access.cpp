@@ -100,7 +100,7 @@ DeviceAccess::DeviceAccess(const ContainerConfig& config, const PrivilegeModel& 
   if (privilege_.uses_gpu_helper && devices_requested(config_)) helper_ = find_gpu_helper();
   if (privilege_.node_access_is_callers) {
     // With a single-ID map setgroups is denied and the groups stay, as with --keep-groups.
-    const auto groups = effective_groups(config_.keep_groups);
+    const auto groups = effective_groups(config_.process.keep_groups);
     for (const auto& d : devices_) {
       if (!mount::caller_can_open(d, ::getuid(), groups)) grants_.push_back(d);
     }
@@ -119,7 +119,7 @@ std::string beyond_default_devices(const ContainerConfig& config) {
   if (!config.devices.empty() || config.run.gpu) return "--device/--gpu";
   // CAP_MKNOD in the bounding set: the command may make any node it likes (mrun run's
   // default set leaves it out; --cap-add MKNOD or an engine's config puts it in).
-  if (const auto& sets = config.security.capability_sets) {
+  if (const auto& sets = config.process.security.capability_sets) {
     for (const auto& cap : sets->bounding) {
       if (security::capability_from_name(cap) == CAP_MKNOD) return "CAP_MKNOD (--cap-add MKNOD)";
     }

@@ -21,6 +21,7 @@
 #include "runtime/become_command.hpp"
 #include "runtime/cloned_binary.hpp"
 #include "runtime/container_init.hpp"
+#include "runtime/process_spec_json.hpp"
 #include "runtime/seccomp_agent.hpp"
 #include "runtime/supervise.hpp"
 #include "runtime/sync_channel.hpp"
@@ -33,140 +34,25 @@ namespace mrun::runtime {
 
 using nlohmann::json;
 
-namespace {
-
-std::string seccomp_mode_name(security::SeccompMode mode) {
-  switch (mode) {
-    case security::SeccompMode::automatic: return "automatic";
-    case security::SeccompMode::unconfined: return "unconfined";
-    case security::SeccompMode::file: return "file";
-  }
-  return "automatic";
-}
-
-security::SeccompMode seccomp_mode_from(const std::string& name) {
-  if (name == "unconfined") return security::SeccompMode::unconfined;
-  if (name == "file") return security::SeccompMode::file;
-  return security::SeccompMode::automatic;
-}
-
-json capability_sets_to_json(const std::optional<security::CapabilitySets>& sets) {
-  if (!sets) return nullptr;
-  return {{"bounding", sets->bounding},
-          {"effective", sets->effective},
-          {"permitted", sets->permitted},
-          {"inheritable", sets->inheritable},
-          {"ambient", sets->ambient}};
-}
-
-std::optional<security::CapabilitySets> capability_sets_from_json(const json& j) {
-  if (j.is_null()) return std::nullopt;
-  security::CapabilitySets sets;
-  sets.bounding = j.at("bounding").get<std::vector<std::string>>();
-  sets.effective = j.at("effective").get<std::vector<std::string>>();
-  sets.permitted = j.at("permitted").get<std::vector<std::string>>();
-  sets.inheritable = j.at("inheritable").get<std::vector<std::string>>();
-  sets.ambient = j.at("ambient").get<std::vector<std::string>>();
-  return sets;
-}
-
-json rlimits_to_json(const std::vector<Rlimit>& rlimits) {
-  json out = json::array();
-  for (const auto& r : rlimits)
-    out.push_back({{"type", r.type}, {"soft", r.soft}, {"hard", r.hard}});
-  return out;
-}
-
-std::vector<Rlimit> rlimits_from_json(const json& j) {
-  std::vector<Rlimit> out;
-  for (const auto& r : j) {
-    out.push_back({r.at("type").get<std::string>(), r.at("soft").get<std::uint64_t>(),
-                   r.at("hard").get<std::uint64_t>()});
-  }
-  return out;
-}
-
-}  // namespace
-
 ExecDefaults exec_defaults_of(const ContainerConfig& config, const PrivilegeModel& privilege) {
   ExecDefaults d;
-  d.env = config.env;
-  if (config.run.gpu) mount::add_gpu_environment(d.env);
-  d.cwd = config.workdir;
-  d.user = config.user;
-  d.security = config.security;
-  d.keep_groups = config.keep_groups;
+  d.process = config.process;
+  d.process.args.clear();
+  d.process.terminal = false;
+  if (config.run.gpu) mount::add_gpu_environment(d.process.env);
   d.host_capabilities = privilege.host_capabilities;
-  d.umask = config.umask;
-  d.rlimits = config.rlimits;
-  d.oom_score_adj = config.oom_score_adj;
-  d.personality = config.personality;
-  d.memory_policy = config.memory_policy;
-  d.apparmor_profile = config.apparmor_profile;
-  d.selinux_label = config.selinux_label;
   return d;
 }
 
 std::string exec_defaults_to_json(const ExecDefaults& d) {
-  json j = {{"env", d.env},
-            {"cwd", d.cwd},
-            {"uid", d.user.uid},
-            {"gid", d.user.gid},
-            {"gid_from_image", d.user.gid_from_image},
-            {"seccomp", seccomp_mode_name(d.security.seccomp)},
-            {"seccomp_profile", d.security.seccomp_profile},
-            {"seccomp_profile_json", d.security.seccomp_profile_json},
-            {"no_new_privileges", d.security.no_new_privileges},
-            {"cap_add", d.security.cap_add},
-            {"cap_drop", d.security.cap_drop},
-            {"privileged", d.security.privileged},
-            {"keep_groups", d.keep_groups},
-            {"host_capabilities", d.host_capabilities},
-            {"additional_gids", d.user.additional_gids},
-            {"capability_sets", capability_sets_to_json(d.security.capability_sets)},
-            {"rlimits", rlimits_to_json(d.rlimits)}};
-  if (d.umask) j["umask"] = *d.umask;
-  if (d.oom_score_adj) j["oom_score_adj"] = *d.oom_score_adj;
-  if (d.personality) j["personality"] = *d.personality;
-  if (!d.apparmor_profile.empty()) j["apparmor_profile"] = d.apparmor_profile;
-  if (!d.selinux_label.empty()) j["selinux_label"] = d.selinux_label;
-  if (d.memory_policy) {
-    j["memory_policy"] = {{"mode", d.memory_policy->mode},
-                          {"flags", d.memory_policy->flags},
-                          {"nodemask", d.memory_policy->nodemask}};
-  }
+  json j = process_to_json(d.process);
+  j["host_capabilities"] = d.host_capabilities;
   return j.dump();
 }
 
 ExecDefaults exec_defaults_from_json(const std::string& text) {
   json j = json::parse(text);
-  ExecDefaults d;
-  d.env = j.at("env").get<std::vector<std::string>>();
-  d.cwd = j.at("cwd").get<std::string>();
-  d.user = {j.at("uid").get<uid_t>(), j.at("gid").get<gid_t>(), j.value("gid_from_image", false)};
-  d.security.seccomp = seccomp_mode_from(j.at("seccomp").get<std::string>());
-  d.security.seccomp_profile = j.at("seccomp_profile").get<std::string>();
-  d.security.seccomp_profile_json = j.value("seccomp_profile_json", std::string());
-  d.security.no_new_privileges = j.at("no_new_privileges").get<bool>();
-  d.security.cap_add = j.at("cap_add").get<std::vector<std::string>>();
-  d.security.cap_drop = j.at("cap_drop").get<std::vector<std::string>>();
-  d.security.privileged = j.at("privileged").get<bool>();
-  d.keep_groups = j.at("keep_groups").get<bool>();
-  d.host_capabilities = j.at("host_capabilities").get<bool>();
-  d.user.additional_gids = j.value("additional_gids", std::vector<gid_t>{});
-  d.security.capability_sets = capability_sets_from_json(j.value("capability_sets", json()));
-  d.rlimits = rlimits_from_json(j.value("rlimits", json::array()));
-  if (j.contains("umask")) d.umask = j.at("umask").get<mode_t>();
-  if (j.contains("oom_score_adj")) d.oom_score_adj = j.at("oom_score_adj").get<int>();
-  if (j.contains("personality")) d.personality = j.at("personality").get<unsigned long>();
-  d.apparmor_profile = j.value("apparmor_profile", std::string());
-  d.selinux_label = j.value("selinux_label", std::string());
-  if (j.contains("memory_policy")) {
-    const json& m = j.at("memory_policy");
-    d.memory_policy = MemoryPolicy{m.at("mode").get<int>(), m.at("flags").get<unsigned>(),
-                                   m.at("nodemask").get<std::vector<unsigned long>>()};
-  }
-  return d;
+  return {process_from_json(j), j.value("host_capabilities", false)};
 }
 
 std::vector<std::string> merge_env(std::vector<std::string> base,
@@ -254,22 +140,10 @@ UniqueFd root_to_enter(pid_t pid, const Joined& joined) {
 [[noreturn]] void exec_process(const ExecRequest& request, const security::SecurityPlan& plan,
                                bool may_setgroups, const ContainerEnd& sync) {
   ::setsid();
-  if (request.tty) attach_new_pty(sync, false);
-  if (::chdir(request.cwd.c_str()) != 0) throw_errno("change to working directory " + request.cwd);
-  CommandProcess process;
-  process.args = request.args;
-  process.env = request.env;
-  process.user = request.user;
-  process.umask = request.umask;
-  process.rlimits = request.rlimits;
-  process.keep_groups = request.keep_groups;
-  process.may_setgroups = may_setgroups;
-  process.preserve_fds = request.preserve_fds;
-  process.personality = request.personality;
-  process.memory_policy = request.memory_policy;
-  process.apparmor_profile = request.apparmor_profile;
-  process.selinux_label = request.selinux_label;
-  become_command(process, plan, sync);
+  const ProcessSpec& process = request.process;
+  if (process.terminal) attach_new_pty(sync, false);
+  if (::chdir(process.cwd.c_str()) != 0) throw_errno("change to working directory " + process.cwd);
+  become_command({process, may_setgroups, request.preserve_fds}, plan, sync);
 }
 
 [[noreturn]] void report(const ContainerEnd& sync, const Error& e) {
@@ -296,11 +170,12 @@ int exec_in_container(const ContainerState& state, const ExecRequest& request,
                   "start it first with `mrun start " + state.name + "`");
     case Status::creating: throw Error("cannot exec in a container that is being created");
   }
-  if (request.args.empty()) throw Error("exec: no command given", EINVAL, "give ID COMMAND...");
-  if (request.tty && request.detach && request.console_socket.empty()) {
+  if (request.process.args.empty())
+    throw Error("exec: no command given", EINVAL, "give ID COMMAND...");
+  if (request.process.terminal && request.detach && request.console_socket.empty()) {
     throw Error("cannot allocate a tty when detaching without --console-socket", EINVAL);
   }
-  if (!request.console_socket.empty() && !request.tty) {
+  if (!request.console_socket.empty() && !request.process.terminal) {
     throw Error("--console-socket needs a terminal", EINVAL, "add --tty");
   }
   // Nothing of the host's mrun binary the container could write may be reachable from
@@ -309,7 +184,7 @@ int exec_in_container(const ContainerState& state, const ExecRequest& request,
   protect_binary_before_joining(state.pid);
   MRUN_PHASE("exec:protected");
   // Compiled here, before anything runs: a bad profile fails with 125, nothing started.
-  auto plan = security::prepare_security_plan(request.security, request.user.uid,
+  auto plan = security::prepare_security_plan(request.process.security, request.process.user.uid,
                                               defaults.host_capabilities, ctx.log,
                                               ctx.data_root + "/cache/seccomp");
   MRUN_PHASE("exec:planned");
@@ -330,7 +205,7 @@ int exec_in_container(const ContainerState& state, const ExecRequest& request,
       // process.oomScoreAdj first: a non-dumpable process cannot open its own
       // /proc/self/oom_score_adj from inside a rootless container (become_command.hpp);
       // written here, on the host side, the process cloned below inherits it.
-      if (request.oom_score_adj) set_oom_score_adj(*request.oom_score_adj);
+      if (request.process.oom_score_adj) set_oom_score_adj(*request.process.oom_score_adj);
       // Defence in depth, until the process execs (execve makes it dumpable again): a
       // non-dumpable process's /proc/PID files belong to root of the user namespace its
       // memory was made in (the host's, for mrun), and /proc/PID/exe, fd/, mem, environ
@@ -382,7 +257,7 @@ int exec_in_container(const ContainerState& state, const ExecRequest& request,
   // The joining process reports the process it made, its pty and its failures, each
   // once; anything else is refused (it ran in the container's namespaces).
   std::set<ToMonitor> may_report{ToMonitor::created, ToMonitor::error};
-  if (request.tty) may_report.insert(ToMonitor::pty_master);
+  if (request.process.terminal) may_report.insert(ToMonitor::pty_master);
   if (plan.seccomp && plan.seccomp->has_listener()) may_report.insert(ToMonitor::seccomp_listener);
   // The process's listener may come before the joining process reported it (two
   // senders, one socket): it waits until `created` gives the pidfd to kill it by.

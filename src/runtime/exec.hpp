@@ -19,48 +19,25 @@
 #include "runtime/config.hpp"
 #include "runtime/context.hpp"
 #include "runtime/privilege.hpp"
+#include "runtime/process_spec.hpp"
 #include "runtime/state.hpp"
-#include "security/security_options.hpp"
 
 namespace mrun::runtime {
 
-// What the container's own process got, for exec's defaults.
+// What the container's own process got, for exec's defaults (its args are the
+// container's command, which exec never uses).
 struct ExecDefaults {
-  std::vector<std::string> env;
-  std::string cwd = "/";
-  UserSpec user;  // with the additionalGids
-  security::SecurityOptions security;
-  bool keep_groups = false;
+  ProcessSpec process;
   bool host_capabilities = false;  // see PrivilegeModel
-  std::optional<mode_t> umask;
-  std::vector<Rlimit> rlimits;
-  std::optional<int> oom_score_adj;
-  // linux.personality and linux.memoryPolicy: the container's, for its every process.
-  std::optional<unsigned long> personality;
-  std::optional<MemoryPolicy> memory_policy;
-  std::string apparmor_profile;  // process.apparmorProfile, the container's default
-  std::string selinux_label;     // process.selinuxLabel, likewise
 };
 ExecDefaults exec_defaults_of(const ContainerConfig& config, const PrivilegeModel& privilege);
 std::string exec_defaults_to_json(const ExecDefaults& defaults);
 ExecDefaults exec_defaults_from_json(const std::string& text);
 
+// The process to run, and how it is wired: exec's options that are not the process's.
 struct ExecRequest {
-  std::vector<std::string> args;
-  std::vector<std::string> env;  // the whole environment
-  std::string cwd = "/";
-  UserSpec user;
-  security::SecurityOptions security;
-  bool keep_groups = false;
-  std::optional<mode_t> umask;
-  std::vector<Rlimit> rlimits;
-  std::optional<int> oom_score_adj;
-  std::optional<unsigned long> personality;
-  std::optional<MemoryPolicy> memory_policy;
-  std::string apparmor_profile;
-  std::string selinux_label;
-  bool tty = false;
-  std::string console_socket;  // tty: where the pty master goes; empty: mrun relays it
+  ProcessSpec process;
+  std::string console_socket;  // terminal: where the pty master goes; empty: mrun relays it
   bool detach = false;
   std::string pid_file;
   int preserve_fds = 0;

@@ -8,7 +8,7 @@
 namespace mrun::runtime {
 
 void check_host_supports(const ContainerConfig& config) {
-  security::check_lsm_labels(config.apparmor_profile, config.selinux_label);
+  security::check_lsm_labels(config.process.apparmor_profile, config.process.selinux_label);
   // Where SELinux is not enabled a mount label means nothing, and runc and crun ignore
   // it there too; where it is, mrun cannot apply it yet.
   if (!config.mount_label.empty() && security::selinux_enabled()) {

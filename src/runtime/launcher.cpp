@@ -301,10 +301,10 @@ LaunchSpec make_launch_spec(const ContainerConfig& config, const PrivilegeModel&
   spec.own_cgroup = own_cgroup;
   // Parsed and compiled here, before clone: a bad profile or capability name fails with
   // 125 and nothing started; the child only applies the result.
-  spec.security =
-      security::prepare_security_plan(config.security, config.user.uid, privilege.host_capabilities,
-                                      ctx.log, ctx.data_root + "/cache/seccomp");
-  if (config.run.gpu) mount::add_gpu_environment(spec.config.env);
+  spec.security = security::prepare_security_plan(config.process.security, config.process.user.uid,
+                                                  privilege.host_capabilities, ctx.log,
+                                                  ctx.data_root + "/cache/seccomp");
+  if (config.run.gpu) mount::add_gpu_environment(spec.config.process.env);
   spec.mounts = plan_mounts(config, privilege, ids, network_files, std::move(devices));
   return spec;
 }
@@ -758,7 +758,7 @@ void Launch::claim_state() {
   state_.monitor_pid = ::getpid();
   state_.monitor_start = sys::process_start_time(::getpid());
   state_.rootfs = config_.rootfs;
-  state_.command = config_.args;
+  state_.command = config_.process.args;
   state_.created = now_rfc3339();
   state_.storage_dir = storage_;
   state_.remove_on_exit = config_.run.remove_on_exit;
@@ -961,7 +961,7 @@ void Launch::serve_setup() {
   may_ask_ = {ToMonitor::error};
   if (config_.run.overlay != OverlayMode::none) may_ask_.insert(ToMonitor::need_fuse);
   if (spec_.device_grants) may_ask_.insert(ToMonitor::need_device_grant);
-  if (config_.tty) may_ask_.insert(ToMonitor::pty_master);
+  if (config_.process.terminal) may_ask_.insert(ToMonitor::pty_master);
   if (config_.hooks.any_before_start()) may_ask_.insert(ToMonitor::create_hooks);
   if (hooks_.on_created) may_ask_.insert(ToMonitor::created);
   if (spec_.security.seccomp && spec_.security.seccomp->has_listener()) {

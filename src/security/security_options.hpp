@@ -19,6 +19,7 @@ enum class SeccompMode {
 // An OCI config's process.capabilities: the five sets exactly as given, by name.
 struct CapabilitySets {
   std::vector<std::string> bounding, effective, permitted, inheritable, ambient;
+  bool operator==(const CapabilitySets&) const = default;
 };
 
 struct SecurityOptions {
@@ -36,6 +37,7 @@ struct SecurityOptions {
   // Set (OCI bundles, `mrun exec --process`): these sets exactly, instead of the
   // default set with cap_add/cap_drop; cap_add then adds to them (`mrun exec --cap`).
   std::optional<CapabilitySets> capability_sets;
+  bool operator==(const SecurityOptions&) const = default;
 };
 
 // Applies one --security-opt VALUE ("seccomp=PATH", "seccomp=unconfined",

@@ -18,7 +18,7 @@ ContainerConfig valid_config() {
   ContainerConfig c;
   c.name = "c1";
   c.rootfs = "/srv/rootfs";
-  c.args = {"/bin/sh"};
+  c.process.args = {"/bin/sh"};
   return c;
 }
 }  // namespace
@@ -38,10 +38,10 @@ TEST_CASE("config validation names the field and the fix") {
   c.rootfs = "relative";
   REQUIRE_THROWS_WITH(validate(c), Catch::Contains("must be absolute"));
   c = valid_config();
-  c.workdir = "tmp";
+  c.process.cwd = "tmp";
   REQUIRE_THROWS_WITH(validate(c), Catch::Contains("working directory"));
   c = valid_config();
-  c.tty = c.run.detach = true;
+  c.process.terminal = c.run.detach = true;
   REQUIRE_THROWS_WITH(validate(c), Catch::Contains("--tty cannot be combined with --detach"));
   c = valid_config();
   c.name = "bad name";
@@ -130,14 +130,15 @@ TEST_CASE("the image's passwd gives the primary gid and HOME; HOME is only fille
 }
 
 TEST_CASE("additionalGids: set, dropped, kept, or a clear error where setgroups is denied") {
-  CommandProcess p;
-  p.user.gid = 1000;
+  ProcessSpec spec;
+  CommandProcess p{spec};
+  spec.user.gid = 1000;
   REQUIRE(supplementary_groups(p, 1000) == std::vector<gid_t>{});  // the caller's dropped
-  p.user.additional_gids = {0, 10};
+  spec.user.additional_gids = {0, 10};
   REQUIRE(supplementary_groups(p, 1000) == std::vector<gid_t>{0, 10});
-  p.keep_groups = true;  // --keep-groups / run.oci.keep_original_groups, as crun
+  spec.keep_groups = true;  // --keep-groups / run.oci.keep_original_groups, as crun
   REQUIRE_FALSE(supplementary_groups(p, 1000));
-  p.keep_groups = false;
+  spec.keep_groups = false;
   p.may_setgroups = false;  // a single-id rootless map
   try {
     supplementary_groups(p, 1000);
@@ -147,19 +148,26 @@ TEST_CASE("additionalGids: set, dropped, kept, or a clear error where setgroups 
     REQUIRE_THAT(e.what(), Catch::Contains("process.user.additionalGids [0,10]"));
     REQUIRE_THAT(e.what(), Catch::Contains("setgroups is denied"));
   }
-  p.user.additional_gids = {1000};  // the primary gid alone: nothing to do
+  spec.user.additional_gids = {1000};  // the primary gid alone: nothing to do
   REQUIRE_FALSE(supplementary_groups(p, 1000));
-  p.user.additional_gids = {};
+  spec.user.additional_gids = {};
   REQUIRE_FALSE(supplementary_groups(p, 1000));
 }
 
 TEST_CASE("process.rlimits and oomScoreAdj are checked before anything starts") {
   REQUIRE(rlimit_resource("RLIMIT_NOFILE") == RLIMIT_NOFILE);
   REQUIRE_FALSE(rlimit_resource("NOFILE"));
-  REQUIRE_NOTHROW(validate_process_limits({{"RLIMIT_NOFILE", 10, 10}}, -1000));
-  REQUIRE_THROWS_WITH(validate_process_limits({{"RLIMIT_STACK", 11, 10}}, std::nullopt),
+  ProcessSpec p;
+  p.rlimits = {{"RLIMIT_NOFILE", 10, 10}};
+  p.oom_score_adj = -1000;
+  REQUIRE_NOTHROW(validate_process_limits(p));
+  p.rlimits = {{"RLIMIT_STACK", 11, 10}};
+  p.oom_score_adj.reset();
+  REQUIRE_THROWS_WITH(validate_process_limits(p),
                       Catch::Contains("RLIMIT_STACK: soft limit 11 is above the hard limit 10"));
-  REQUIRE_THROWS_WITH(validate_process_limits({}, 1001), Catch::Contains("process.oomScoreAdj"));
+  p.rlimits.clear();
+  p.oom_score_adj = 1001;
+  REQUIRE_THROWS_WITH(validate_process_limits(p), Catch::Contains("process.oomScoreAdj"));
 }
 
 TEST_CASE("a generated container name is a valid one, and a fresh one each time") {

@@ -250,7 +250,7 @@ TEST_CASE("config: --publish and --allow-host-loopback need a helper-run network
   ContainerConfig c;
   c.name = "c";
   c.rootfs = "/r";
-  c.args = {"/bin/true"};
+  c.process.args = {"/bin/true"};
   c.run.publish = {parse_publish("8080:80")};
   for (auto mode : {NetworkMode::none, NetworkMode::host}) {
     c.network = mode;

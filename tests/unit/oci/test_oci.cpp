@@ -188,25 +188,25 @@ TEST_CASE("linux.resources of the wrong shape are an Error naming the field") {
 TEST_CASE("crun spec converts to the ContainerConfig mrun run would build") {
   auto c = convert(oci::parse_spec(fixture("crun-spec.json")));
   REQUIRE(c.name == "c1");
-  REQUIRE(c.args == std::vector<std::string>{"sh"});
+  REQUIRE(c.process.args == std::vector<std::string>{"sh"});
   REQUIRE(c.rootfs == "/bundle/rootfs");
   REQUIRE(c.read_only);
-  REQUIRE(c.tty);
-  REQUIRE(c.workdir == "/");
+  REQUIRE(c.process.terminal);
+  REQUIRE(c.process.cwd == "/");
   REQUIRE(c.hostname == "crun");
   REQUIRE(c.network == runtime::NetworkMode::none);
-  REQUIRE(c.security.no_new_privileges);
-  REQUIRE(c.security.seccomp == security::SeccompMode::unconfined);  // no linux.seccomp
+  REQUIRE(c.process.security.no_new_privileges);
+  REQUIRE(c.process.security.seccomp == security::SeccompMode::unconfined);  // no linux.seccomp
   const std::vector<std::string> three{"CAP_AUDIT_WRITE", "CAP_KILL", "CAP_NET_BIND_SERVICE"};
-  REQUIRE(c.security.capability_sets);
-  REQUIRE(c.security.capability_sets->bounding == three);
-  REQUIRE(c.security.capability_sets->effective == three);
-  REQUIRE(c.security.capability_sets->permitted == three);
-  REQUIRE(c.security.capability_sets->inheritable.empty());
-  REQUIRE(c.security.capability_sets->ambient == three);
-  REQUIRE((c.security.cap_add.empty() && c.security.cap_drop.empty()));
-  REQUIRE(c.rlimits.size() == 1);  // for the container's process, never mrun's own
-  REQUIRE((c.rlimits[0].type == "RLIMIT_NOFILE" && c.rlimits[0].hard == 1024));
+  REQUIRE(c.process.security.capability_sets);
+  REQUIRE(c.process.security.capability_sets->bounding == three);
+  REQUIRE(c.process.security.capability_sets->effective == three);
+  REQUIRE(c.process.security.capability_sets->permitted == three);
+  REQUIRE(c.process.security.capability_sets->inheritable.empty());
+  REQUIRE(c.process.security.capability_sets->ambient == three);
+  REQUIRE((c.process.security.cap_add.empty() && c.process.security.cap_drop.empty()));
+  REQUIRE(c.process.rlimits.size() == 1);  // for the container's process, never mrun's own
+  REQUIRE((c.process.rlimits[0].type == "RLIMIT_NOFILE" && c.process.rlimits[0].hard == 1024));
   REQUIRE(c.bundle == "/bundle");
 }
 
@@ -319,7 +319,7 @@ TEST_CASE("process.env: a name given twice keeps its later value (podman's CDI P
   auto c = convert(edited("crun-spec.json", [](json& j) {
     j["process"]["env"] = {"PATH=/bin", "A=1", "PATH=/bin:/opt/x/bin"};
   }));
-  REQUIRE(c.env == std::vector<std::string>{"A=1", "PATH=/bin:/opt/x/bin"});
+  REQUIRE(c.process.env == std::vector<std::string>{"A=1", "PATH=/bin:/opt/x/bin"});
 }
 
 TEST_CASE("namespaced sysctls (podman's ping_group_range) are carried to the container") {
@@ -343,7 +343,7 @@ TEST_CASE("linux.devices as the spec has them: type, numbers, mode, owner") {
   auto c = convert(with_null(3));
   // /dev/null 1:3 is one of mrun's own nodes: nothing to add.
   REQUIRE(c.linux_devices.empty());
-  REQUIRE(c.umask == mode_t{022});
+  REQUIRE(c.process.umask == mode_t{022});
   // Another node at that path is the config's to ask for.
   REQUIRE(convert(with_null(5)).linux_devices.size() == 1);
 
@@ -481,7 +481,7 @@ TEST_CASE("the config's mounts are the container's, in order; annotations carry 
           1);
   REQUIRE(c.mounts.read_only_root);
   REQUIRE(c.run.overlay == runtime::OverlayMode::none);  // root.path as it is
-  REQUIRE(c.keep_groups);
+  REQUIRE(c.process.keep_groups);
   REQUIRE(c.annotations.at("x") == "y");
   REQUIRE(c.resources.memory.limit == 1048576);
   REQUIRE(c.resources.pids_limit == 10);
@@ -514,13 +514,13 @@ TEST_CASE("a spec without noNewPrivileges or capabilities gets the spec's defaul
     j["process"].erase("noNewPrivileges");
     j["process"].erase("capabilities");
   }));
-  REQUIRE_FALSE(c.security.no_new_privileges);
+  REQUIRE_FALSE(c.process.security.no_new_privileges);
   // No capabilities at all: every set empty (not mrun run's default set).
-  REQUIRE(c.security.capability_sets);
-  const auto& sets = *c.security.capability_sets;
+  REQUIRE(c.process.security.capability_sets);
+  const auto& sets = *c.process.security.capability_sets;
   REQUIRE((sets.bounding.empty() && sets.effective.empty() && sets.permitted.empty() &&
            sets.inheritable.empty() && sets.ambient.empty()));
-  REQUIRE(c.security.cap_add.empty());
+  REQUIRE(c.process.security.cap_add.empty());
 }
 
 TEST_CASE("process: additionalGids, the five capability sets, rlimits, oomScoreAdj as given") {
@@ -537,20 +537,21 @@ TEST_CASE("process: additionalGids, the five capability sets, rlimits, oomScoreA
     j["process"]["oomScoreAdj"] = 300;
     j["process"].erase("env");  // no HOME: the container's process sets it from passwd
   }));
-  REQUIRE((c.user.uid == 1000 && c.user.gid == 1000 && !c.user.gid_from_image));
-  REQUIRE(c.user.additional_gids == std::vector<gid_t>{0, 10, 1000});
-  const auto& sets = *c.security.capability_sets;
+  REQUIRE(
+      (c.process.user.uid == 1000 && c.process.user.gid == 1000 && !c.process.user.gid_from_image));
+  REQUIRE(c.process.user.additional_gids == std::vector<gid_t>{0, 10, 1000});
+  const auto& sets = *c.process.security.capability_sets;
   REQUIRE(sets.bounding == std::vector<std::string>{"CAP_KILL", "CAP_CHOWN", "CAP_NET_RAW"});
   REQUIRE(sets.effective == std::vector<std::string>{"CAP_KILL"});
   REQUIRE(sets.permitted == std::vector<std::string>{"CAP_KILL", "CAP_CHOWN"});
   REQUIRE(sets.inheritable == std::vector<std::string>{"CAP_CHOWN"});
   REQUIRE(sets.ambient == std::vector<std::string>{"CAP_CHOWN"});
-  REQUIRE(c.rlimits.size() == 2);
-  REQUIRE((c.rlimits[0].type == "RLIMIT_NOFILE" && c.rlimits[0].soft == 100 &&
-           c.rlimits[0].hard == 200));
-  REQUIRE((c.rlimits[1].type == "RLIMIT_CORE" && c.rlimits[1].hard == 0));
-  REQUIRE(c.oom_score_adj == 300);
-  REQUIRE(std::none_of(c.env.begin(), c.env.end(),
+  REQUIRE(c.process.rlimits.size() == 2);
+  REQUIRE((c.process.rlimits[0].type == "RLIMIT_NOFILE" && c.process.rlimits[0].soft == 100 &&
+           c.process.rlimits[0].hard == 200));
+  REQUIRE((c.process.rlimits[1].type == "RLIMIT_CORE" && c.process.rlimits[1].hard == 0));
+  REQUIRE(c.process.oom_score_adj == 300);
+  REQUIRE(std::none_of(c.process.env.begin(), c.process.env.end(),
                        [](const std::string& e) { return e.rfind("HOME=", 0) == 0; }));
 }
 
@@ -618,14 +619,14 @@ TEST_CASE("linux.personality and linux.memoryPolicy as set_mempolicy and persona
     j["linux"]["memoryPolicy"] = {
         {"mode", "MPOL_INTERLEAVE"}, {"nodes", "0-2,5,64"}, {"flags", {"MPOL_F_STATIC_NODES"}}};
   }));
-  REQUIRE(c.personality == 0x0008UL);
-  REQUIRE(c.memory_policy->mode == 3);
-  REQUIRE(c.memory_policy->flags == 1u << 15);
-  REQUIRE(c.memory_policy->nodemask == std::vector<unsigned long>{0x27UL, 0x1UL});
+  REQUIRE(c.process.personality == 0x0008UL);
+  REQUIRE(c.process.memory_policy->mode == 3);
+  REQUIRE(c.process.memory_policy->flags == 1u << 15);
+  REQUIRE(c.process.memory_policy->nodemask == std::vector<unsigned long>{0x27UL, 0x1UL});
   auto local = convert(edited("runc-spec.json", [](json& j) {
     j["linux"]["memoryPolicy"] = {{"mode", "MPOL_LOCAL"}};
   }));
-  REQUIRE(local.memory_policy->nodemask.empty());
+  REQUIRE(local.process.memory_policy->nodemask.empty());
   REQUIRE_THAT(error_of([] {
                  convert(edited("runc-spec.json", [](json& j) {
                    j["linux"]["memoryPolicy"] = {{"mode", "MPOL_BIND"}, {"nodes", "3-1"}};
@@ -642,11 +643,11 @@ TEST_CASE("podman 4.3's configs convert whole, rootful and rootless, default net
       // Rootless podman runs the runtime as root of the user namespace it made.
       auto c = convert(oci::parse_spec(fixture(name)), 0);
       REQUIRE(c.run.overlay == runtime::OverlayMode::none);
-      REQUIRE(c.args == std::vector<std::string>{"true"});
-      REQUIRE(c.umask == mode_t{022});
-      REQUIRE(c.rlimits.size() == 2);
-      REQUIRE(c.security.seccomp == security::SeccompMode::file);  // podman's own profile
-      REQUIRE(c.security.no_new_privileges == false);
+      REQUIRE(c.process.args == std::vector<std::string>{"true"});
+      REQUIRE(c.process.umask == mode_t{022});
+      REQUIRE(c.process.rlimits.size() == 2);
+      REQUIRE(c.process.security.seccomp == security::SeccompMode::file);  // podman's own profile
+      REQUIRE(c.process.security.no_new_privileges == false);
       REQUIRE(c.namespaces.pid.source == runtime::NamespaceSource::fresh);
       // Its default network is a namespace podman made (netavark or slirp4netns), joined.
       auto want = std::string(network) == "default" ? runtime::NamespaceSource::joined
@@ -667,11 +668,11 @@ TEST_CASE("containerd's CRI plugin's configs convert whole: a pod's sandbox and 
   // configs/cri-*.json: what containerd 1.6's CRI plugin wrote for tests/cri/pod_test.py's
   // pod on cgroup v2 (configs/README.md).
   auto sandbox = convert(oci::parse_spec(fixture("configs/cri-sandbox.json")), 0);
-  REQUIRE(sandbox.args == std::vector<std::string>{"/pause"});
-  REQUIRE(sandbox.oom_score_adj == -998);  // the kubelet's for a sandbox
+  REQUIRE(sandbox.process.args == std::vector<std::string>{"/pause"});
+  REQUIRE(sandbox.process.oom_score_adj == -998);  // the kubelet's for a sandbox
   REQUIRE(sandbox.hostname == "web-runc");
   REQUIRE(sandbox.read_only);
-  REQUIRE((sandbox.user.uid == 1000 && sandbox.user.gid == 1000));
+  REQUIRE((sandbox.process.user.uid == 1000 && sandbox.process.user.gid == 1000));
   REQUIRE(sandbox.namespaces.pid.source == runtime::NamespaceSource::fresh);
   REQUIRE(sandbox.namespaces.ipc.source == runtime::NamespaceSource::fresh);
   REQUIRE(sandbox.namespaces.uts.source == runtime::NamespaceSource::fresh);
@@ -679,7 +680,8 @@ TEST_CASE("containerd's CRI plugin's configs convert whole: a pod's sandbox and 
   REQUIRE(sandbox.namespaces.network.source == runtime::NamespaceSource::joined);
   REQUIRE(sandbox.namespaces.network.path.find("/netns/cni-") != std::string::npos);
   REQUIRE(sandbox.resources.cpu.shares == 2u);
-  REQUIRE(sandbox.security.seccomp == security::SeccompMode::file);  // RuntimeDefault, inline
+  REQUIRE(sandbox.process.security.seccomp ==
+          security::SeccompMode::file);  // RuntimeDefault, inline
   REQUIRE(sandbox.mounts.masked_paths.size() == 10);
   REQUIRE(sandbox.mounts.readonly_paths.size() == 5);
   // The cgroup is the one cgroupsPath names, as the kubelet expects it.
@@ -701,11 +703,11 @@ TEST_CASE("containerd's CRI plugin's configs convert whole: a pod's sandbox and 
     }
     REQUIRE(c.namespaces.mount.source == runtime::NamespaceSource::fresh);
     REQUIRE(c.namespaces.cgroup.source == runtime::NamespaceSource::fresh);
-    REQUIRE(c.user.additional_gids == std::vector<gid_t>{1000, 2000});  // fsGroup
-    REQUIRE(c.security.no_new_privileges);
-    REQUIRE(c.security.capability_sets->bounding ==
+    REQUIRE(c.process.user.additional_gids == std::vector<gid_t>{1000, 2000});  // fsGroup
+    REQUIRE(c.process.security.no_new_privileges);
+    REQUIRE(c.process.security.capability_sets->bounding ==
             std::vector<std::string>{"CAP_NET_BIND_SERVICE"});
-    REQUIRE(c.oom_score_adj == 968);
+    REQUIRE(c.process.oom_score_adj == 968);
     REQUIRE(c.read_only);
     REQUIRE(c.resources.memory.limit == 128 * 1024 * 1024);
     REQUIRE((c.resources.cpu.quota == 50000 && c.resources.cpu.period == 100000u));
@@ -745,6 +747,7 @@ TEST_CASE("containerd's CRI plugin's config of a GPU pod's container converts wh
              std::find(m.options.begin(), m.options.end(), "ro") != m.options.end();
     }));
   }
-  REQUIRE(std::find(c.env.begin(), c.env.end(), "LD_LIBRARY_PATH=/opt/fakegpu/lib") != c.env.end());
+  REQUIRE(std::find(c.process.env.begin(), c.process.env.end(),
+                    "LD_LIBRARY_PATH=/opt/fakegpu/lib") != c.process.env.end());
   REQUIRE_NOTHROW(mount::plan_config_mounts(c.mounts));
 }

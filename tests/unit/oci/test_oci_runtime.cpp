@@ -136,9 +136,12 @@ TEST_CASE("process.json for exec --process") {
   REQUIRE(sec.capability_sets->inheritable.empty());  // absent: empty, not the bounding set
 
   // additionalGids, umask, rlimits and oomScoreAdj: what create gets from config.json.
-  auto settings = oci::convert_process_settings(oci::parse_process_text(
-      R"({"user":{"uid":5,"gid":6,"additionalGids":[10,11],"umask":18},"args":["id"],)"
-      R"("rlimits":[{"type":"RLIMIT_NOFILE","soft":64,"hard":128}],"oomScoreAdj":500})"));
+  runtime::ProcessSpec settings;
+  oci::overlay_process(
+      oci::parse_process_text(
+          R"({"user":{"uid":5,"gid":6,"additionalGids":[10,11],"umask":18},"args":["id"],)"
+          R"("rlimits":[{"type":"RLIMIT_NOFILE","soft":64,"hard":128}],"oomScoreAdj":500})"),
+      settings);
   REQUIRE((settings.user.uid == 5 && settings.user.gid == 6));
   REQUIRE(settings.user.additional_gids == std::vector<gid_t>{10, 11});
   REQUIRE(settings.umask == 022);
@@ -148,7 +151,8 @@ TEST_CASE("process.json for exec --process") {
   REQUIRE(settings.oom_score_adj == 500);
   auto settings_error = [](const std::string& text) {
     try {
-      oci::convert_process_settings(oci::parse_process_text(text));
+      runtime::ProcessSpec out;
+      oci::overlay_process(oci::parse_process_text(text), out);
     } catch (const Error& e) {
       return std::string(e.what());
     }
@@ -196,53 +200,54 @@ TEST_CASE("the session keyring is named as runc names it") {
 
 TEST_CASE("exec: the container's defaults, env merge, --user") {
   runtime::ContainerConfig c;
-  c.env = {"PATH=/bin", "A=1"};
-  c.workdir = "/srv";
-  c.user = {7, 8};
-  c.security.cap_drop = {"ALL"};
-  c.security.cap_add = {"CAP_KILL"};
-  c.security.seccomp = security::SeccompMode::file;
-  c.security.seccomp_profile = "/p.json";
-  c.keep_groups = true;
-  c.user.additional_gids = {10, 20};
-  c.umask = 027;
-  c.rlimits = {{"RLIMIT_NOFILE", 100, 200}};
-  c.oom_score_adj = -5;
+  c.process.env = {"PATH=/bin", "A=1"};
+  c.process.cwd = "/srv";
+  c.process.user = {7, 8};
+  c.process.security.cap_drop = {"ALL"};
+  c.process.security.cap_add = {"CAP_KILL"};
+  c.process.security.seccomp = security::SeccompMode::file;
+  c.process.security.seccomp_profile = "/p.json";
+  c.process.keep_groups = true;
+  c.process.user.additional_gids = {10, 20};
+  c.process.umask = 027;
+  c.process.rlimits = {{"RLIMIT_NOFILE", 100, 200}};
+  c.process.oom_score_adj = -5;
   runtime::PrivilegeModel privilege;
   privilege.host_capabilities = true;
   auto d = runtime::exec_defaults_from_json(
       runtime::exec_defaults_to_json(runtime::exec_defaults_of(c, privilege)));
-  REQUIRE(d.env == c.env);
-  REQUIRE(d.cwd == "/srv");
-  REQUIRE((d.user.uid == 7 && d.user.gid == 8));
-  REQUIRE(d.security.cap_add == c.security.cap_add);
-  REQUIRE(d.security.seccomp == security::SeccompMode::file);
-  REQUIRE(d.security.seccomp_profile == "/p.json");
-  REQUIRE(d.keep_groups);
+  REQUIRE(d.process.env == c.process.env);
+  REQUIRE(d.process.cwd == "/srv");
+  REQUIRE((d.process.user.uid == 7 && d.process.user.gid == 8));
+  REQUIRE(d.process.security.cap_add == c.process.security.cap_add);
+  REQUIRE(d.process.security.seccomp == security::SeccompMode::file);
+  REQUIRE(d.process.security.seccomp_profile == "/p.json");
+  REQUIRE(d.process.keep_groups);
   REQUIRE(d.host_capabilities);
   // What exec needs to start its process as the container's own (rlimits and the rest).
-  REQUIRE(d.user.additional_gids == std::vector<gid_t>{10, 20});
-  REQUIRE(d.umask == 027);
-  REQUIRE(d.rlimits.size() == 1);
-  REQUIRE((d.rlimits[0].type == "RLIMIT_NOFILE" && d.rlimits[0].soft == 100 &&
-           d.rlimits[0].hard == 200));
-  REQUIRE(d.oom_score_adj == -5);
-  REQUIRE_FALSE(d.security.capability_sets);
-  c.security.capability_sets = security::CapabilitySets{{"CAP_KILL"}, {}, {"CAP_KILL"}, {}, {}};
+  REQUIRE(d.process.user.additional_gids == std::vector<gid_t>{10, 20});
+  REQUIRE(d.process.umask == 027);
+  REQUIRE(d.process.rlimits.size() == 1);
+  REQUIRE((d.process.rlimits[0].type == "RLIMIT_NOFILE" && d.process.rlimits[0].soft == 100 &&
+           d.process.rlimits[0].hard == 200));
+  REQUIRE(d.process.oom_score_adj == -5);
+  REQUIRE_FALSE(d.process.security.capability_sets);
+  c.process.security.capability_sets =
+      security::CapabilitySets{{"CAP_KILL"}, {}, {"CAP_KILL"}, {}, {}};
   d = runtime::exec_defaults_from_json(
       runtime::exec_defaults_to_json(runtime::exec_defaults_of(c, privilege)));
-  REQUIRE(d.security.capability_sets);
-  REQUIRE(d.security.capability_sets->bounding == std::vector<std::string>{"CAP_KILL"});
-  REQUIRE(d.security.capability_sets->effective.empty());
-  REQUIRE(d.security.capability_sets->permitted == std::vector<std::string>{"CAP_KILL"});
+  REQUIRE(d.process.security.capability_sets);
+  REQUIRE(d.process.security.capability_sets->bounding == std::vector<std::string>{"CAP_KILL"});
+  REQUIRE(d.process.security.capability_sets->effective.empty());
+  REQUIRE(d.process.security.capability_sets->permitted == std::vector<std::string>{"CAP_KILL"});
   // An exec.json of an older mrun has none of the new fields.
   auto old = json::parse(runtime::exec_defaults_to_json(runtime::exec_defaults_of({}, privilege)));
   for (const char* key :
        {"additional_gids", "capability_sets", "rlimits", "umask", "oom_score_adj"})
     old.erase(key);
   auto older = runtime::exec_defaults_from_json(old.dump());
-  REQUIRE((older.rlimits.empty() && !older.umask && !older.oom_score_adj));
-  REQUIRE((older.user.additional_gids.empty() && !older.security.capability_sets));
+  REQUIRE((older.process.rlimits.empty() && !older.process.umask && !older.process.oom_score_adj));
+  REQUIRE((older.process.user.additional_gids.empty() && !older.process.security.capability_sets));
 
   REQUIRE(runtime::merge_env({"A=1", "B=2"}, {"B=3", "C=4"}) ==
           std::vector<std::string>{"A=1", "B=3", "C=4"});

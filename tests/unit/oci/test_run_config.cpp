@@ -141,14 +141,14 @@ TEST_CASE("mrun run's config: --privileged lists every capability and drops the 
   REQUIRE(built.additions.privileged);
   REQUIRE(built.additions.seccomp == security::SeccompMode::unconfined);
   auto c = convert(built);
-  REQUIRE(c.security.privileged);  // cut to what mrun holds, at apply time
-  REQUIRE(c.security.seccomp == security::SeccompMode::unconfined);
+  REQUIRE(c.process.security.privileged);  // cut to what mrun holds, at apply time
+  REQUIRE(c.process.security.seccomp == security::SeccompMode::unconfined);
   // An explicit profile stays.
   r.security.seccomp = security::SeccompMode::file;
   r.security.seccomp_profile = "/etc/profile.json";
   auto c2 = convert(oci::build_run_config(r, policy()));
-  REQUIRE(c2.security.seccomp == security::SeccompMode::file);
-  REQUIRE(c2.security.seccomp_profile == "/etc/profile.json");
+  REQUIRE(c2.process.security.seccomp == security::SeccompMode::file);
+  REQUIRE(c2.process.security.seccomp_profile == "/etc/profile.json");
 }
 
 TEST_CASE("mrun run's config: volumes are rbind entries, read-only all the way down") {
@@ -181,8 +181,8 @@ TEST_CASE("mrun run's config: groups, --keep-groups and -u UID alone") {
   auto built = oci::build_run_config(r, policy());
   REQUIRE(built.spec.annotations->at("run.oci.keep_original_groups") == "1");
   auto c = convert(built);
-  REQUIRE(c.keep_groups);
-  REQUIRE(c.user.gid_from_image);
+  REQUIRE(c.process.keep_groups);
+  REQUIRE(c.process.user.gid_from_image);
 }
 
 TEST_CASE("mrun run's config: the resource flags as linux.resources, named by the flags") {
@@ -216,14 +216,14 @@ TEST_CASE("mrun run's config goes through the bundle's conversion unchanged") {
   REQUIRE(c.name == "c1");
   REQUIRE(c.bundle.empty());
   REQUIRE(c.rootfs == "/images/busybox");
-  REQUIRE(c.tty);
-  REQUIRE(c.workdir == "/srv");
+  REQUIRE(c.process.terminal);
+  REQUIRE(c.process.cwd == "/srv");
   REQUIRE(c.hostname == "c1");
   REQUIRE(c.network == runtime::NetworkMode::slirp4netns);
   REQUIRE(c.namespaces.pid.source == runtime::NamespaceSource::fresh);
   REQUIRE(c.namespaces.network.source == runtime::NamespaceSource::fresh);
-  REQUIRE(has(c.security.capability_sets->bounding, "CAP_NET_ADMIN"));
-  REQUIRE(c.security.seccomp == security::SeccompMode::automatic);
+  REQUIRE(has(c.process.security.capability_sets->bounding, "CAP_NET_ADMIN"));
+  REQUIRE(c.process.security.seccomp == security::SeccompMode::automatic);
   REQUIRE(c.mounts.mounts.size() == built.spec.mounts->size());
   // What `mrun run --print-config` prints is a config.json mrun reads back as it was.
   auto reread = oci::parse_spec(oci::to_json(built.spec).dump());
