@@ -15,6 +15,7 @@
 #include "cgroup/device_rules.hpp"
 #include "mount/config_mounts.hpp"
 #include "mount/mount_plan.hpp"
+#include "oci/process_scheduling.hpp"
 #include "oci/resources.hpp"
 #include "sys/fs.hpp"
 
@@ -896,6 +897,12 @@ void overlay_process(const Process& p, runtime::ProcessSpec& out) {
   }
   if (!p.rlimits.empty()) out.rlimits = p.rlimits;
   if (p.oom_score_adj) out.oom_score_adj = p.oom_score_adj;
+  if (auto it = p.extra.find("ioPriority"); it != p.extra.end() && !it->is_null()) {
+    out.io_priority = parse_io_priority(*it, "config.json");
+  }
+  if (auto it = p.extra.find("scheduler"); it != p.extra.end() && !it->is_null()) {
+    out.scheduler = parse_scheduler(*it, "config.json");
+  }
   runtime::validate_process_limits(out);
   // Labels go on where their LSM is enabled, which the start checks
   // (runtime/host_support.hpp): the conversion reads only the config.

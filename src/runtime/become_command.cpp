@@ -212,6 +212,25 @@ static void set_execution_domain(const CommandProcess& process) {
   }
 }
 
+// process.scheduler and process.ioPriority: both kept across execve and inherited by
+// what the command forks. Set after the rlimits (RLIMIT_NICE and RLIMIT_RTPRIO bound
+// what an unprivileged process may ask) and while the process is still privileged.
+static void set_scheduling(const CommandProcess& process) {
+  try {
+    if (const auto& s = process.spec.scheduler) {
+      sys::set_scheduler(
+          {s->policy, s->flags, s->nice, s->priority, s->runtime, s->deadline, s->period});
+    }
+  } catch (const Error& e) {
+    throw e.wrap("process.scheduler");
+  }
+  try {
+    if (const auto& io = process.spec.io_priority) sys::set_io_priority(io->io_class, io->priority);
+  } catch (const Error& e) {
+    throw e.wrap("process.ioPriority");
+  }
+}
+
 void become_command(const CommandProcess& process, const security::SecurityPlan& plan,
                     const ContainerEnd& sync, const std::function<void()>& before_exec) {
   // The container's own /etc/passwd, read by this process inside the container (never
@@ -234,6 +253,7 @@ void become_command(const CommandProcess& process, const security::SecurityPlan&
 
   set_rlimits(process.spec.rlimits);
   set_execution_domain(process);
+  set_scheduling(process);
   // Before no_new_privs (which would keep AppArmor from changing profile at execve),
   // while the process may still write its own attr files.
   security::set_exec_labels(process.spec.apparmor_profile, process.spec.selinux_label);

@@ -6,6 +6,8 @@
 //   the image's /etc/passwd for the uid (primary gid, HOME), read inside the container
 //   ─ rlimits                       while still privileged: raising a hard limit needs
 //                                   CAP_SYS_RESOURCE
+//   ─ personality, memory policy, scheduler, I/O priority (kept across execve)
+//   ─ LSM exec labels
 //   ─ setgroups                     additionalGids; needs CAP_SETGID
 //   ─ bounding set, keep caps       security::confine_before_user_switch
 //   ─ setresgid ─ setresuid

@@ -54,6 +54,25 @@ struct MemoryPolicy {
   bool operator==(const MemoryPolicy&) const = default;
 };
 
+// process.ioPriority: ioprio_set(2) for the process (inherited across fork, kept
+// across execve).
+struct IoPriority {
+  int io_class = 0;  // IOPRIO_CLASS_RT (1), _BE (2), _IDLE (3)
+  int priority = 0;  // 0 (highest) .. 7
+  bool operator==(const IoPriority&) const = default;
+};
+
+// process.scheduler: sched_setattr(2) for the process, as struct sched_attr has it.
+struct Scheduler {
+  unsigned policy = 0;      // SCHED_OTHER (0), _FIFO, _RR, _BATCH, _ISO, _IDLE, _DEADLINE (6)
+  int nice = 0;             // -20..19, for SCHED_OTHER and SCHED_BATCH
+  unsigned priority = 0;    // 1..99 for SCHED_FIFO and SCHED_RR, else 0
+  std::uint64_t flags = 0;  // SCHED_FLAG_*
+  // SCHED_DEADLINE's, in nanoseconds.
+  std::uint64_t runtime = 0, deadline = 0, period = 0;
+  bool operator==(const Scheduler&) const = default;
+};
+
 struct ProcessSpec {
   std::vector<std::string> args;  // process.args
   std::vector<std::string> env;   // process.env: KEY=VALUE, final (HOME added at exec)
@@ -70,6 +89,8 @@ struct ProcessSpec {
   // linux.memoryPolicy, set before execve.
   std::optional<unsigned long> personality;
   std::optional<MemoryPolicy> memory_policy;
+  std::optional<IoPriority> io_priority;  // process.ioPriority
+  std::optional<Scheduler> scheduler;     // process.scheduler
   // process.apparmorProfile and process.selinuxLabel: the LSM context the command is
   // exec'd into; only where that LSM is enabled (elsewhere the config is refused).
   std::string apparmor_profile;

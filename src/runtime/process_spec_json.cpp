@@ -93,6 +93,14 @@ json process_to_json(const ProcessSpec& p) {
                           {"flags", p.memory_policy->flags},
                           {"nodemask", p.memory_policy->nodemask}};
   }
+  if (p.io_priority) {
+    j["io_priority"] = {{"class", p.io_priority->io_class}, {"priority", p.io_priority->priority}};
+  }
+  if (const auto& s = p.scheduler) {
+    j["scheduler"] = {{"policy", s->policy}, {"nice", s->nice},       {"priority", s->priority},
+                      {"flags", s->flags},   {"runtime", s->runtime}, {"deadline", s->deadline},
+                      {"period", s->period}};
+  }
   return j;
 }
 
@@ -128,6 +136,18 @@ ProcessSpec process_from_json(const json& j) {
     const json& m = j.at("memory_policy");
     p.memory_policy = MemoryPolicy{m.at("mode").get<int>(), m.at("flags").get<unsigned>(),
                                    m.at("nodemask").get<std::vector<unsigned long>>()};
+  }
+  if (j.contains("io_priority")) {
+    const json& io = j.at("io_priority");
+    p.io_priority = IoPriority{io.at("class").get<int>(), io.at("priority").get<int>()};
+  }
+  if (j.contains("scheduler")) {
+    const json& s = j.at("scheduler");
+    p.scheduler =
+        Scheduler{s.at("policy").get<unsigned>(),       s.at("nice").get<int>(),
+                  s.at("priority").get<unsigned>(),     s.at("flags").get<std::uint64_t>(),
+                  s.at("runtime").get<std::uint64_t>(), s.at("deadline").get<std::uint64_t>(),
+                  s.at("period").get<std::uint64_t>()};
   }
   return p;
 }

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -79,6 +80,17 @@ void set_personality(unsigned long persona);
 // set_mempolicy(2) of `mode` (MPOL_*, MPOL_F_* or'ed in) over the nodes whose bits
 // `nodemask` sets (empty: none), kept across execve.
 void set_memory_policy(int mode, const std::vector<unsigned long>& nodemask);
+// ioprio_set(2) of this process: `io_class` (IOPRIO_CLASS_*) and its level 0..7.
+void set_io_priority(int io_class, int level);
+// sched_setattr(2) of this process, with struct sched_attr's first (VER0) fields.
+struct SchedulerAttributes {
+  unsigned policy = 0;
+  std::uint64_t flags = 0;
+  int nice = 0;
+  unsigned priority = 0;
+  std::uint64_t runtime = 0, deadline = 0, period = 0;
+};
+void set_scheduler(const SchedulerAttributes& attributes);
 void bring_loopback_up();
 
 // Opens a path strictly inside `root_fd` (openat2 RESOLVE_IN_ROOT|RESOLVE_NO_MAGICLINKS):

@@ -268,3 +268,83 @@ def test_run_group_add_and_exec_additional_gids(mrun, rootfs, name):
         assert sorted(int(g) for g in r.out.split()[1:]) == [10, 30], r
     finally:
         mrun("delete", "-f", name)
+
+
+# The scheduling policy and nice value (fields 41 and 19 of /proc/PID/stat, the command
+# name "cut" having no blank), and the I/O priority as busybox ionice prints it.
+SCHED_REPORT = ("echo sched=$(cut -d' ' -f41,19 /proc/self/stat); "
+                "echo io=$(ionice -p $$)")
+
+
+def _sched_of(out):
+    r = {}
+    for line in out.splitlines():
+        if line.startswith("sched="):
+            nice, policy = line[6:].split()
+            r["nice"], r["policy"] = int(nice), int(policy)
+        elif line.startswith("io="):
+            r["io"] = line[3:]
+    return r
+
+
+def _own_nice():
+    return os.getpriority(os.PRIO_PROCESS, 0)
+
+
+def test_scheduler_and_io_priority_in_the_container_and_exec(mrun, rootfs, name, tmp_path):
+    """process.scheduler and process.ioPriority (runtime-spec 1.2): set in the
+    container's process, kept by exec (the container's defaults), replaced by exec
+    --process; mrun itself keeps its own. SCHED_BATCH (3) with a higher nice and the
+    idle I/O class need no privilege, rootless too."""
+    nice = min(_own_nice() + 7, 19)
+    bundle = _config(mrun, tmp_path, rootfs,
+                     ["/bin/sh", "-c", SCHED_REPORT + "; echo READY; exec sleep 1000"],
+                     scheduler={"policy": "SCHED_BATCH", "nice": nice},
+                     ioPriority={"class": "IOPRIO_CLASS_IDLE", "priority": 0})
+    expected = {"nice": nice, "policy": 3, "io": "idle"}
+    p = mrun.popen("run", "--bundle", bundle, name)
+    try:
+        seen = _read_until(p.stdout.fileno(), b"READY", timeout=30).decode(errors="replace")
+        assert "READY" in seen, f"the container did not start: {seen!r}; {p.stderr.read1()!r}"
+        assert _sched_of(seen) == expected, seen
+        assert os.getpriority(os.PRIO_PROCESS, p.pid) == _own_nice(), "mrun's own nice changed"
+        assert os.sched_getscheduler(p.pid) == os.SCHED_OTHER, "mrun's own policy changed"
+
+        r = mrun("exec", name, "/bin/sh", "-c", SCHED_REPORT)
+        M.assert_rc(r)
+        assert _sched_of(r.out) == expected, ("exec", r)
+
+        proc = tmp_path / "process.json"
+        proc.write_text(json.dumps({
+            "args": ["/bin/sh", "-c", SCHED_REPORT], "env": ["PATH=/bin"], "cwd": "/",
+            "scheduler": {"policy": "SCHED_OTHER", "nice": 19},
+            "ioPriority": {"class": "IOPRIO_CLASS_BE", "priority": 4}}))
+        r = mrun("exec", "--process", proc, name)
+        M.assert_rc(r)
+        assert _sched_of(r.out) == {"nice": 19, "policy": 0, "io": "best-effort: prio 4"}, r
+    finally:
+        p.kill()
+        p.wait()
+        mrun("delete", "-f", name)
+
+
+def test_scheduler_and_io_priority_refusals_name_the_field(mrun, rootfs, name, tmp_path):
+    """A config the kernel's rules forbid is refused before anything starts; a real-time
+    policy, which needs CAP_SYS_NICE in the host's user namespace, fails rootless with
+    the field, the errno and the fix, and leaves nothing behind."""
+    def fails(mentions, **process):
+        bundle_dir = tmp_path / f"b{len(list(tmp_path.iterdir()))}"
+        bundle_dir.mkdir()
+        bundle = _config(mrun, bundle_dir, rootfs, ["/bin/true"], **process)
+        try:
+            M.assert_mrun_error(mrun("run", "--bundle", bundle, name), mentions=mentions)
+        finally:
+            mrun("delete", "--force", name)
+
+    fails(["process.scheduler.policy", "SCHED_NOPE"], scheduler={"policy": "SCHED_NOPE"})
+    fails(["process.scheduler.priority", "1..99"], scheduler={"policy": "SCHED_FIFO"})
+    fails(["process.ioPriority.priority", "0..7"],
+          ioPriority={"class": "IOPRIO_CLASS_BE", "priority": 9})
+    if not M.ROOTFUL:
+        fails(["process.scheduler", "sched_setattr", "CAP_SYS_NICE"],
+              scheduler={"policy": "SCHED_FIFO", "priority": 10})

@@ -32,6 +32,8 @@ ProcessSpec every_member_set() {
   p.oom_score_adj = -5;
   p.personality = 8;
   p.memory_policy = MemoryPolicy{2, 1u << 15, {3}};
+  p.io_priority = IoPriority{2, 6};
+  p.scheduler = Scheduler{6, 0, 0, 0x01, 10'000'000, 30'000'000, 30'000'000};
   p.apparmor_profile = "mrun-default";
   p.selinux_label = "system_u:system_r:container_t:s0";
   p.keep_groups = true;

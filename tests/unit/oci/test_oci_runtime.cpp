@@ -270,3 +270,51 @@ TEST_CASE("the processes of a pid namespace are found through /proc") {
   other.st_ino += 123456789;
   REQUIRE(runtime::processes_in_pid_namespace("/proc", other).empty());
 }
+
+TEST_CASE("process.ioPriority and process.scheduler: the kernel's names and ranges") {
+  auto overlaid = [](const std::string& text) {
+    runtime::ProcessSpec out;
+    oci::overlay_process(oci::parse_process_text(text), out);
+    return out;
+  };
+  auto error_of = [&](const std::string& text) {
+    try {
+      overlaid(text);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  auto p = overlaid(R"({"args":["x"],"ioPriority":{"class":"IOPRIO_CLASS_IDLE","priority":0},)"
+                    R"("scheduler":{"policy":"SCHED_BATCH","nice":5,)"
+                    R"("flags":["SCHED_FLAG_RESET_ON_FORK"]}})");
+  REQUIRE(p.io_priority == runtime::IoPriority{3, 0});
+  REQUIRE(p.scheduler == runtime::Scheduler{3, 5, 0, 0x01, 0, 0, 0});
+  p = overlaid(R"({"args":["x"],"scheduler":{"policy":"SCHED_DEADLINE","runtime":1000,)"
+               R"("deadline":2000,"period":3000}})");
+  REQUIRE((p.scheduler->policy == 6 && p.scheduler->runtime == 1000 &&
+           p.scheduler->deadline == 2000 && p.scheduler->period == 3000));
+  REQUIRE_FALSE(overlaid(R"({"args":["x"]})").scheduler);  // absent: inherited, untouched
+
+  REQUIRE_THAT(error_of(R"({"args":["x"],"ioPriority":{"class":"IOPRIO_CLASS_XX"}})"),
+               Catch::Contains("process.ioPriority.class: \"IOPRIO_CLASS_XX\" is not one of"));
+  REQUIRE_THAT(error_of(R"({"args":["x"],"ioPriority":{"class":"IOPRIO_CLASS_BE","priority":8}})"),
+               Catch::Contains("process.ioPriority.priority: 8 is outside 0..7"));
+  REQUIRE_THAT(error_of(R"({"args":["x"],"ioPriority":{"priority":1}})"),
+               Catch::Contains("process.ioPriority.class: is required"));
+  REQUIRE_THAT(error_of(R"({"args":["x"],"scheduler":{"nice":1}})"),
+               Catch::Contains("process.scheduler.policy: is required"));
+  REQUIRE_THAT(error_of(R"({"args":["x"],"scheduler":{"policy":"SCHED_OTHER","nice":20}})"),
+               Catch::Contains("process.scheduler.nice: 20 is outside -20..19"));
+  REQUIRE_THAT(error_of(R"({"args":["x"],"scheduler":{"policy":"SCHED_FIFO"}})"),
+               Catch::Contains("process.scheduler.priority: 0 is outside 1..99"));
+  REQUIRE_THAT(error_of(R"({"args":["x"],"scheduler":{"policy":"SCHED_BATCH","priority":3}})"),
+               Catch::Contains("process.scheduler.priority: must be 0 for SCHED_BATCH"));
+  REQUIRE_THAT(error_of(R"({"args":["x"],"scheduler":{"policy":"SCHED_RR","priority":1,)"
+                        R"("period":5}})"),
+               Catch::Contains("for SCHED_DEADLINE only, not SCHED_RR"));
+  REQUIRE_THAT(error_of(R"({"args":["x"],"scheduler":{"policy":"SCHED_OTHER","flags":["X"]}})"),
+               Catch::Contains("process.scheduler.flags: \"X\" is not one of"));
+  REQUIRE_THAT(error_of(R"({"args":["x"],"scheduler":{"policy":"SCHED_OTHER","nice":"5"}})"),
+               Catch::Contains("process.scheduler.nice: must be an integer"));
+}
