@@ -15,6 +15,8 @@ packages=(
   uidmap fuse-overlayfs fuse3 slirp4netns passt busybox-static iproute2 procps
   # iputils' ping, copied into an image by tests/integration/test_network.py
   iputils-ping
+  # an NSS module (tests/integration/test_nss_user.py): a host user that only NSS knows
+  libnss-extrausers
   # rootful --network bridge: the CNI bridge, host-local and portmap plugins
   containernetworking-plugins
   # the kernel module and the VM harness
