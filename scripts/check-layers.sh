@@ -7,8 +7,9 @@
 #      Every other file goes through sys/'s wrappers (errors named one way, one place to
 #      audit). The setuid helper (helpers/) is a separate C program and keeps its own.
 #   2. src/oci/ (the spec's parsing and its conversion) uses of the runtime only the
-#      types it converts to (runtime/config.hpp): never the state store, the launch or
-#      the host checks, so that a config converts the same on any machine.
+#      types it converts to (runtime/config.hpp, runtime/process_spec.hpp): never the
+#      state store, the launch or the host checks, so that a config converts the same
+#      on any machine.
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
@@ -39,9 +40,10 @@ check "mount, setns, unshare and clone3 only in src/sys" namespace_and_mount_cal
 
 runtime_includes_in_oci() {
     git ls-files 'src/oci/*' | xargs grep -nE '#include "runtime/' |
-        grep -v '#include "runtime/config.hpp"' || true
+        grep -vE '#include "runtime/(config|process_spec).hpp"' || true
 }
-check "src/oci includes of the runtime only runtime/config.hpp" runtime_includes_in_oci
+check "src/oci includes of the runtime only its types (config.hpp, process_spec.hpp)" \
+    runtime_includes_in_oci
 
 printf '1..%d\n%s' "$n" "$tap" | tee "$out"
 [ $failed -eq 0 ]
