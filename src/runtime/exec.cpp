@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "base/error.hpp"
@@ -160,167 +161,246 @@ void write_pid_file(const std::string& path, pid_t pid) {
 
 }  // namespace
 
-int exec_in_container(const ContainerState& state, const ExecRequest& request,
-                      const ExecDefaults& defaults, const Context& ctx) {
-  switch (effective_status(state)) {
+namespace {
+
+// `mrun exec` in the order it runs; each stage's results are members, declared in
+// stage order, so that a failure destroys (closes, unblocks) them in reverse.
+//
+//   check_request ─ plan ─ clone_joiner ─ serve_setup ─ hand_over_or_wait
+//
+// The joiner (a child of mrun exec) enters the container's cgroup and namespaces and
+// clones the process with CLONE_PARENT; it exits at once, and the process, mrun exec's
+// own child, reports through the sync channel.
+class ExecLaunch {
+ public:
+  ExecLaunch(const ContainerState& state, const ExecRequest& request, const ExecDefaults& defaults,
+             const Context& ctx)
+      : state_(state), request_(request), defaults_(defaults), ctx_(ctx) {}
+
+  int run() {
+    check_request();
+    plan();
+    clone_joiner();
+    serve_setup();
+    return hand_over_or_wait();
+  }
+
+ private:
+  void check_request() const;
+  void plan();
+  void clone_joiner();
+  [[noreturn]] void join_and_clone_process();
+  void serve_setup();
+  void handle(SyncMessage<ToMonitor>& message);
+  void pass_listener(const SyncMessage<ToMonitor>& message);
+  int hand_over_or_wait();
+
+  const ContainerState& state_;
+  const ExecRequest& request_;
+  const ExecDefaults& defaults_;
+  const Context& ctx_;
+
+  // plan: compiled and looked up before anything runs (a bad profile fails with 125).
+  security::SecurityPlan plan_;
+  UniqueFd target_;
+  Joined joined_;
+  UniqueFd container_root_;
+
+  // clone_joiner: signals blocked until the process runs (then forwarded, never lost).
+  std::optional<SignalBlock> blocked_signals_;
+  MonitorEnd parent_end_;
+  ContainerEnd child_end_;
+
+  // serve_setup: what the joiner and the process report, each once.
+  std::set<ToMonitor> may_report_;
+  UniqueFd process_pidfd_;
+  pid_t process_pid_ = 0;
+  UniqueFd pty_master_;
+  std::optional<Error> failure_;
+  // The process's listener may come before the joiner reported the process (two
+  // senders, one socket): it waits until `created` gives the pidfd to kill it by.
+  std::optional<SyncMessage<ToMonitor>> pending_listener_;
+};
+
+void ExecLaunch::check_request() const {
+  switch (effective_status(state_)) {
     case Status::running: break;
     case Status::stopped: throw Error("cannot exec in a stopped container");
     case Status::created:
       throw Error("cannot exec in a created container", 0,
-                  "start it first with `mrun start " + state.name + "`");
+                  "start it first with `mrun start " + state_.name + "`");
     case Status::creating: throw Error("cannot exec in a container that is being created");
   }
-  if (request.process.args.empty())
-    throw Error("exec: no command given", EINVAL, "give ID COMMAND...");
-  if (request.process.terminal && request.detach && request.console_socket.empty()) {
+  const ProcessSpec& process = request_.process;
+  if (process.args.empty()) throw Error("exec: no command given", EINVAL, "give ID COMMAND...");
+  if (process.terminal && request_.detach && request_.console_socket.empty()) {
     throw Error("cannot allocate a tty when detaching without --console-socket", EINVAL);
   }
-  if (!request.console_socket.empty() && !request.process.terminal) {
+  if (!request_.console_socket.empty() && !process.terminal) {
     throw Error("--console-socket needs a terminal", EINVAL, "add --tty");
   }
+}
+
+void ExecLaunch::plan() {
   // Nothing of the host's mrun binary the container could write may be reachable from
   // it while we are in it (CVE-2019-5736, see cloned_binary.hpp). `mrun exec` did this
   // first thing; this returns at once then, and protects any other caller.
-  protect_binary_before_joining(state.pid);
+  protect_binary_before_joining(state_.pid);
   MRUN_PHASE("exec:protected");
-  // Compiled here, before anything runs: a bad profile fails with 125, nothing started.
-  auto plan = security::prepare_security_plan(request.process.security, request.process.user.uid,
-                                              defaults.host_capabilities, ctx.log,
-                                              ctx.data_root + "/cache/seccomp");
+  plan_ = security::prepare_security_plan(request_.process.security, request_.process.user.uid,
+                                          defaults_.host_capabilities, ctx_.log,
+                                          ctx_.data_root + "/cache/seccomp");
   MRUN_PHASE("exec:planned");
-  UniqueFd target = sys::pidfd_open(state.pid);
-  if (!process_alive(state.pid, state.pid_start)) {
+  target_ = sys::pidfd_open(state_.pid);
+  if (!process_alive(state_.pid, state_.pid_start)) {
     throw Error("cannot exec in a stopped container");
   }
-  Joined joined = namespaces_to_join(state.pid);
-  UniqueFd container_root = root_to_enter(state.pid, joined);
-
+  joined_ = namespaces_to_join(state_.pid);
+  container_root_ = root_to_enter(state_.pid, joined_);
   MRUN_PHASE("exec:looked-up");
-  SignalBlock blocked_signals;  // forwarded to the process once it runs, never lost
-  auto [parent_end, child_end] = make_sync_pair();
-  auto middle = sys::clone_with_pidfd(0, SIGCHLD);
-  if (middle.pid == 0) {
-    parent_end.close();
+}
+
+void ExecLaunch::clone_joiner() {
+  blocked_signals_.emplace();
+  std::tie(parent_end_, child_end_) = make_sync_pair();
+  auto joiner = sys::clone_with_pidfd(0, SIGCHLD);
+  if (joiner.pid == 0) {
+    parent_end_.close();
     try {
-      // process.oomScoreAdj first: a non-dumpable process cannot open its own
-      // /proc/self/oom_score_adj from inside a rootless container (become_command.hpp);
-      // written here, on the host side, the process cloned below inherits it.
-      if (request.process.oom_score_adj) set_oom_score_adj(*request.process.oom_score_adj);
-      // Defence in depth, until the process execs (execve makes it dumpable again): a
-      // non-dumpable process's /proc/PID files belong to root of the user namespace its
-      // memory was made in (the host's, for mrun), and /proc/PID/exe, fd/, mem, environ
-      // need ptrace access, which takes CAP_SYS_PTRACE there. The container's root does
-      // not have it, so it cannot even open this process's exe, sealed copy or not.
-      // (Inherited by the clone below: the flag belongs to the memory, which is copied.)
-      sys::set_dumpable(false);
-      if (!state.cgroup.empty()) {
-        sys::write_file(state.cgroup + "/cgroup.procs", std::to_string(::getpid()));
-      }
-      // On cgroup v1, every hierarchy of its group, and its devices group, as runc.
-      for (const auto& dir : cgroup::v1_unique_dirs(state.cgroup_v1)) {
-        sys::write_file(dir + "/cgroup.procs", std::to_string(::getpid()));
-      }
-      if (!state.devices_v1.empty()) {
-        sys::write_file(state.devices_v1 + "/cgroup.procs", std::to_string(::getpid()));
-      }
-      sys::setns_pidfd(target.get(), joined.nstypes, "container " + state.name);
-      if (container_root)
-        sys::chroot_to(container_root.get(), "container " + state.name + "'s root");
-      // CLONE_PARENT: the process is mrun exec's child (waitable, its signals forwarded),
-      // and the first in the container's pid namespace this process cannot enter itself.
-      auto process = sys::clone_with_pidfd(CLONE_PARENT, 0);
-      if (process.pid == 0) {
-        try {
-          exec_process(request, plan, joined.may_setgroups, child_end);
-        } catch (const Error& e) {
-          report(child_end, e);
-        } catch (const std::exception& e) {
-          report(child_end, Error(e.what()));
-        }
-      }
-      child_end.send(ToMonitor::created, process.pid, "", process.pidfd.get());
-      ::_exit(0);
+      join_and_clone_process();
     } catch (const Error& e) {
-      report(child_end, e);
+      report(child_end_, e);
     } catch (const std::exception& e) {
-      report(child_end, Error(e.what()));
+      report(child_end_, Error(e.what()));
     }
   }
-  child_end.close();
-  sys::wait_pidfd(middle.pidfd.get());
+  child_end_.close();
+  sys::wait_pidfd(joiner.pidfd.get());
   MRUN_PHASE("exec:middle-done");
+}
 
-  UniqueFd process_pidfd;
-  pid_t process_pid = 0;
-  UniqueFd pty_master;
-  std::optional<Error> failure;
-  // The joining process reports the process it made, its pty and its failures, each
-  // once; anything else is refused (it ran in the container's namespaces).
-  std::set<ToMonitor> may_report{ToMonitor::created, ToMonitor::error};
-  if (request.process.terminal) may_report.insert(ToMonitor::pty_master);
-  if (plan.seccomp && plan.seccomp->has_listener()) may_report.insert(ToMonitor::seccomp_listener);
-  // The process's listener may come before the joining process reported it (two
-  // senders, one socket): it waits until `created` gives the pidfd to kill it by.
-  std::optional<SyncMessage<ToMonitor>> pending_listener;
-  auto pass_listener = [&](const SyncMessage<ToMonitor>& message) {
+// In the joiner: into the container's cgroups and namespaces, then the process.
+void ExecLaunch::join_and_clone_process() {
+  // process.oomScoreAdj first: a non-dumpable process cannot open its own
+  // /proc/self/oom_score_adj from inside a rootless container (become_command.hpp);
+  // written here, on the host side, the process cloned below inherits it.
+  if (request_.process.oom_score_adj) set_oom_score_adj(*request_.process.oom_score_adj);
+  // Defence in depth, until the process execs (execve makes it dumpable again): a
+  // non-dumpable process's /proc/PID files belong to root of the user namespace its
+  // memory was made in (the host's, for mrun), and /proc/PID/exe, fd/, mem, environ
+  // need ptrace access, which takes CAP_SYS_PTRACE there. The container's root does
+  // not have it, so it cannot even open this process's exe, sealed copy or not.
+  // (Inherited by the clone below: the flag belongs to the memory, which is copied.)
+  sys::set_dumpable(false);
+  const std::string self = std::to_string(::getpid());
+  if (!state_.cgroup.empty()) sys::write_file(state_.cgroup + "/cgroup.procs", self);
+  // On cgroup v1, every hierarchy of its group, and its devices group, as runc.
+  for (const auto& dir : cgroup::v1_unique_dirs(state_.cgroup_v1)) {
+    sys::write_file(dir + "/cgroup.procs", self);
+  }
+  if (!state_.devices_v1.empty()) sys::write_file(state_.devices_v1 + "/cgroup.procs", self);
+  sys::setns_pidfd(target_.get(), joined_.nstypes, "container " + state_.name);
+  if (container_root_) {
+    sys::chroot_to(container_root_.get(), "container " + state_.name + "'s root");
+  }
+  // CLONE_PARENT: the process is mrun exec's child (waitable, its signals forwarded),
+  // and the first in the container's pid namespace this process cannot enter itself.
+  auto process = sys::clone_with_pidfd(CLONE_PARENT, 0);
+  if (process.pid == 0) {
     try {
-      pass_listener_to_agent(parent_end, message, *plan.seccomp,
-                             oci_state_json(state, Status::running));
-    } catch (const Error&) {
-      // It waits for the agent, which will never hear of it: it must not go on.
-      sys::pidfd_send_signal(process_pidfd.get(), SIGKILL);
-      sys::wait_pidfd(process_pidfd.get());
-      throw;
+      exec_process(request_, plan_, joined_.may_setgroups, child_end_);
+    } catch (const Error& e) {
+      report(child_end_, e);
+    } catch (const std::exception& e) {
+      report(child_end_, Error(e.what()));
     }
-  };
-  while (auto message = parent_end.receive()) {
-    if (may_report.erase(message->type) == 0) {
-      throw Error(std::string("exec in container ") + state.name + ": unexpected setup message " +
+  }
+  child_end_.send(ToMonitor::created, process.pid, "", process.pidfd.get());
+  ::_exit(0);
+}
+
+void ExecLaunch::serve_setup() {
+  may_report_ = {ToMonitor::created, ToMonitor::error};
+  if (request_.process.terminal) may_report_.insert(ToMonitor::pty_master);
+  if (plan_.seccomp && plan_.seccomp->has_listener()) {
+    may_report_.insert(ToMonitor::seccomp_listener);
+  }
+  while (auto message = parent_end_.receive()) {
+    // Anything not asked for, or asked twice, is refused (it ran in the container's
+    // namespaces).
+    if (may_report_.erase(message->type) == 0) {
+      throw Error(std::string("exec in container ") + state_.name + ": unexpected setup message " +
                       message_name(message->type),
                   EPROTO);
     }
-    switch (message->type) {
-      case ToMonitor::created:
-        if (!message->fd) throw Error("exec: the process was reported without its pidfd", EPROTO);
-        process_pid = message->value;
-        process_pidfd = std::move(message->fd);
-        if (pending_listener) pass_listener(*std::exchange(pending_listener, std::nullopt));
-        break;
-      case ToMonitor::seccomp_listener:
-        if (process_pidfd) {
-          pass_listener(*message);
-        } else {
-          pending_listener = std::move(message);
-        }
-        break;
-      case ToMonitor::pty_master:
-        if (!message->fd) throw Error("exec: pty_master without a pty", EPROTO);
-        if (!request.console_socket.empty()) {
-          sys::send_fd_to_socket(request.console_socket, message->fd.get(), "/dev/ptmx");
-        } else {
-          pty_master = std::move(message->fd);
-          copy_window_size(pty_master.get());
-        }
-        break;
-      case ToMonitor::error: failure = Error(message->text, 0, {}, message->value); break;
-      default: break;  // not in may_report
-    }
+    handle(*message);
   }
   // As in the launcher: a listener never handed over is a process that died first.
-  if (may_report.count(ToMonitor::seccomp_listener) != 0 && !failure) {
-    failure = listener_never_came(*plan.seccomp);
+  if (may_report_.count(ToMonitor::seccomp_listener) != 0 && !failure_) {
+    failure_ = listener_never_came(*plan_.seccomp);
   }
-  if (failure) {
-    if (process_pidfd) sys::wait_pidfd(process_pidfd.get());
-    throw *failure;
+}
+
+void ExecLaunch::handle(SyncMessage<ToMonitor>& message) {
+  switch (message.type) {
+    case ToMonitor::created:
+      if (!message.fd) throw Error("exec: the process was reported without its pidfd", EPROTO);
+      process_pid_ = message.value;
+      process_pidfd_ = std::move(message.fd);
+      if (pending_listener_) pass_listener(*std::exchange(pending_listener_, std::nullopt));
+      break;
+    case ToMonitor::seccomp_listener:
+      if (process_pidfd_) {
+        pass_listener(message);
+      } else {
+        pending_listener_ = std::move(message);
+      }
+      break;
+    case ToMonitor::pty_master:
+      if (!message.fd) throw Error("exec: pty_master without a pty", EPROTO);
+      if (!request_.console_socket.empty()) {
+        sys::send_fd_to_socket(request_.console_socket, message.fd.get(), "/dev/ptmx");
+      } else {
+        pty_master_ = std::move(message.fd);
+        copy_window_size(pty_master_.get());
+      }
+      break;
+    case ToMonitor::error: failure_ = Error(message.text, 0, {}, message.value); break;
+    default: break;  // not in may_report_
   }
-  if (!process_pidfd) throw Error("exec: the process in container " + state.name + " was lost");
-  if (!request.pid_file.empty()) write_pid_file(request.pid_file, process_pid);
-  if (request.detach) return 0;
+}
+
+void ExecLaunch::pass_listener(const SyncMessage<ToMonitor>& message) {
+  try {
+    pass_listener_to_agent(parent_end_, message, *plan_.seccomp,
+                           oci_state_json(state_, Status::running));
+  } catch (const Error&) {
+    // It waits for the agent, which will never hear of it: it must not go on.
+    sys::pidfd_send_signal(process_pidfd_.get(), SIGKILL);
+    sys::wait_pidfd(process_pidfd_.get());
+    throw;
+  }
+}
+
+int ExecLaunch::hand_over_or_wait() {
+  if (failure_) {
+    if (process_pidfd_) sys::wait_pidfd(process_pidfd_.get());
+    throw *failure_;
+  }
+  if (!process_pidfd_) throw Error("exec: the process in container " + state_.name + " was lost");
+  if (!request_.pid_file.empty()) write_pid_file(request_.pid_file, process_pid_);
+  if (request_.detach) return 0;
   MRUN_PHASE("exec:exec-seen");
-  int status = supervise(process_pidfd.get(), std::move(pty_master));
+  int status = supervise(process_pidfd_.get(), std::move(pty_master_));
   MRUN_PHASE("exec:exited");
   return status;
+}
+
+}  // namespace
+
+int exec_in_container(const ContainerState& state, const ExecRequest& request,
+                      const ExecDefaults& defaults, const Context& ctx) {
+  return ExecLaunch(state, request, defaults, ctx).run();
 }
 
 }  // namespace mrun::runtime
