@@ -13,6 +13,7 @@
 #include "runtime/state.hpp"
 #include "sys/fs.hpp"
 #include "sys/syscalls.hpp"
+#include "temp_dir.hpp"
 
 using namespace mrun::runtime;
 
@@ -49,8 +50,8 @@ TEST_CASE("a running record whose process is gone reads as stopped") {
 }
 
 TEST_CASE("the store claims names exclusively and lists what it holds") {
-  char tmpl[] = "/tmp/mrun-unit-XXXXXX";
-  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  mrun::test::TempDir temp("state");
+  const std::string& tmpl = temp.path;
   std::string root = std::string(tmpl) + "/state";
   StateStore store(root);
   store.ensure_root();
@@ -66,12 +67,11 @@ TEST_CASE("the store claims names exclusively and lists what it holds") {
   REQUIRE(store.list().size() == 1);
   store.remove("a");
   REQUIRE_FALSE(store.read("a").has_value());
-  REQUIRE(mrun::sys::remove_tree(tmpl));
 }
 
 TEST_CASE("a claim publishes its other files with state.json, and a lost one touches none") {
-  char tmpl[] = "/tmp/mrun-unit-XXXXXX";
-  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  mrun::test::TempDir temp("state");
+  const std::string& tmpl = temp.path;
   StateStore store(tmpl);
   ContainerState s;
   s.name = "a";
@@ -91,12 +91,11 @@ TEST_CASE("a claim publishes its other files with state.json, and a lost one tou
   std::sort(names.begin(), names.end());
   REQUIRE(names == std::vector<std::string>{"exec.json", "hooks.json", "state.json"});
   REQUIRE(::rmdir((std::string(tmpl) + "/.claims").c_str()) == 0);  // empty
-  REQUIRE(mrun::sys::remove_tree(tmpl));
 }
 
 TEST_CASE("scratch directories of a killed claim are swept, live ones kept") {
-  char tmpl[] = "/tmp/mrun-unit-XXXXXX";
-  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  mrun::test::TempDir temp("state");
+  const std::string& tmpl = temp.path;
   StateStore store(tmpl);
   // pid 1 is alive (kill(1, 0) may be EPERM for non-root: treated as gone is wrong, so
   // use our own pid for the live one and an impossible pid for the dead one).
@@ -108,12 +107,11 @@ TEST_CASE("scratch directories of a killed claim are swept, live ones kept") {
   REQUIRE(mrun::sys::exists(live));
   REQUIRE_FALSE(mrun::sys::exists(dead));
   REQUIRE(store.list().empty());  // dot-named scratch is never listed
-  REQUIRE(mrun::sys::remove_tree(tmpl));
 }
 
 TEST_CASE("the --rm index names the claimed --rm containers only, until removed") {
-  char tmpl[] = "/tmp/mrun-unit-XXXXXX";
-  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  mrun::test::TempDir temp("state");
+  const std::string& tmpl = temp.path;
   StateStore store(tmpl);
   ContainerState kept;
   kept.name = "kept";
@@ -128,7 +126,6 @@ TEST_CASE("the --rm index names the claimed --rm containers only, until removed"
   REQUIRE(store.list().size() == 2);  // the index is not a container
   store.remove("rm");
   REQUIRE(store.remove_on_exit_names().empty());
-  REQUIRE(mrun::sys::remove_tree(tmpl));
 }
 
 TEST_CASE("now_rfc3339 is UTC in RFC 3339 form, as runc writes created") {
@@ -182,8 +179,8 @@ ino_t inode_of(const std::string& path) {
 }  // namespace
 
 TEST_CASE("a state write trades places with state.json: whole, and no inode made per write") {
-  char tmpl[] = "/tmp/mrun-unit-XXXXXX";
-  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  mrun::test::TempDir temp("state");
+  const std::string& tmpl = temp.path;
   StateStore store(std::string(tmpl) + "/state");
   store.ensure_root();
   ContainerState state;
@@ -215,12 +212,11 @@ TEST_CASE("a state write trades places with state.json: whole, and no inode made
   REQUIRE(store.claim(again));
   REQUIRE(inode_of(store.dir_of("again") + "/state.json") == first);
   REQUIRE(store.read("again")->command.empty());
-  REQUIRE(mrun::sys::remove_tree(tmpl));
 }
 
 TEST_CASE("an --rm container's state directory is kept and rewritten by the next claim") {
-  char tmpl[] = "/tmp/mrun-unit-XXXXXX";
-  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  mrun::test::TempDir temp("state");
+  const std::string& tmpl = temp.path;
   const std::string root = std::string(tmpl) + "/state";
   StateStore store(root);
   store.ensure_root();
@@ -269,5 +265,4 @@ TEST_CASE("an --rm container's state directory is kept and rewritten by the next
     }
   }
   REQUIRE(kept == StateStore::kMaxSpareStateDirs);
-  REQUIRE(mrun::sys::remove_tree(tmpl));
 }
