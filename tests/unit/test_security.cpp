@@ -25,6 +25,7 @@
 #include "security/seccomp_profile.hpp"
 #include "security/security_options.hpp"
 #include "security/security_plan.hpp"
+#include "temp_dir.hpp"
 
 using namespace mrun;
 using namespace mrun::security;
@@ -512,9 +513,8 @@ TEST_CASE("security plan: unconfined, privileged, bad profile path", "[security]
 TEST_CASE("seccomp cache: reused only for the exact same key, never from a foreign file",
           "[security]") {
   Logger quiet;
-  char tmpl[] = "/tmp/mrun-unit-cache.XXXXXX";
-  REQUIRE(::mkdtemp(tmpl) != nullptr);
-  const std::string dir = std::string(tmpl) + "/seccomp";
+  mrun::test::TempDir temp("cache");
+  const std::string dir = temp.path + "/seccomp";
   auto policy = default_policy();
   SeccompTarget target;
   target.capabilities = default_caps();
@@ -544,7 +544,6 @@ TEST_CASE("seccomp cache: reused only for the exact same key, never from a forei
   CHECK_FALSE(load_cached_seccomp(dir, key, quiet));
   REQUIRE(::chmod(dir.c_str(), 0700) == 0);
   CHECK(load_cached_seccomp(dir, key, quiet));
-  CHECK(std::system(("rm -rf " + std::string(tmpl)).c_str()) == 0);
 }
 
 TEST_CASE("profile: one that denies execve is known before any container starts", "[security]") {

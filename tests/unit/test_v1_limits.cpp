@@ -11,6 +11,7 @@
 #include "cgroup/resources.hpp"
 #include "cgroup/v1_limits.hpp"
 #include "sys/fs.hpp"
+#include "temp_dir.hpp"
 
 using namespace mrun::cgroup;
 
@@ -199,9 +200,8 @@ TEST_CASE("v1: today's values read for update as complete_update takes them") {
 }
 
 TEST_CASE("plan_cgroup: rootful on a hybrid host gets a v1 group, rootless stays without") {
-  char tmpl[] = "/tmp/mrun-unit-v1-XXXXXX";
-  REQUIRE(::mkdtemp(tmpl) != nullptr);
-  const std::string dir = tmpl;
+  mrun::test::TempDir temp("v1");
+  const std::string& dir = temp.path;
   const std::string mountinfo = dir + "/mountinfo";
   mrun::sys::write_new_file(
       mountinfo, "26 25 0:23 / " + dir +
@@ -232,6 +232,4 @@ TEST_CASE("plan_cgroup: rootful on a hybrid host gets a v1 group, rootless stays
   // Rootless: as before, an explicit limit needs a cgroup v2 leaf.
   request.rootful = false;
   REQUIRE_THROWS_WITH(plan_cgroup(request, paths), Catch::Contains("needs a cgroup"));
-  ::unlink(mountinfo.c_str());
-  ::rmdir(dir.c_str());
 }

@@ -17,6 +17,7 @@
 #include "runtime/exec.hpp"
 #include "runtime/hooks.hpp"
 #include "runtime/processes.hpp"
+#include "temp_dir.hpp"
 
 using namespace mrun;
 using nlohmann::json;
@@ -28,12 +29,6 @@ std::string slurp(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
-}
-
-std::string scratch_dir() {
-  char templ[] = "/tmp/mrun-unit-hooks-XXXXXX";
-  REQUIRE(::mkdtemp(templ) != nullptr);
-  return templ;
 }
 
 }  // namespace
@@ -66,7 +61,8 @@ TEST_CASE("config.json hooks become the runtime's, every stage, in order") {
 }
 
 TEST_CASE("hooks run in order with the state on stdin; failures and timeouts are errors") {
-  std::string dir = scratch_dir();
+  mrun::test::TempDir temp("hooks");
+  const std::string& dir = temp.path;
   std::string out = dir + "/out";
   std::vector<runtime::Hook> hooks{
       {"/bin/sh", {"sh", "-c", "echo first >> " + out + "; cat >> " + out}, {"A=1"}, {}},
@@ -94,7 +90,6 @@ TEST_CASE("hooks run in order with the state on stdin; failures and timeouts are
   }
   std::vector<runtime::Hook> missing{{"/nonexistent/hook", {}, {}, {}}};
   REQUIRE_THROWS_AS(runtime::run_hooks(missing, "poststop", "{}"), Error);
-  std::system(("rm -rf " + dir).c_str());
 }
 
 TEST_CASE("linux.cgroupsPath: systemd slice:prefix:name and cgroupfs paths") {
