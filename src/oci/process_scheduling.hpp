@@ -6,15 +6,15 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
-#include <string>
 
 #include "runtime/process_spec.hpp"
 
 namespace mrun::oci {
 
-// `value` is the field's JSON; `source` starts each message ("config.json",
-// "process.json"). Throw mrun::Error naming the field (EINVAL, exit 125).
-runtime::IoPriority parse_io_priority(const nlohmann::json& value, const std::string& source);
-runtime::Scheduler parse_scheduler(const nlohmann::json& value, const std::string& source);
+// `value` is the field's JSON. Throw mrun::Error naming the field ("config.json:
+// process.scheduler.nice: ...", EINVAL, exit 125); `mrun exec --process` says
+// "process.json" instead.
+runtime::IoPriority parse_io_priority(const nlohmann::json& value);
+runtime::Scheduler parse_scheduler(const nlohmann::json& value);
 
 }  // namespace mrun::oci

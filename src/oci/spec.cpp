@@ -15,6 +15,7 @@
 #include "cgroup/device_rules.hpp"
 #include "mount/config_mounts.hpp"
 #include "mount/mount_plan.hpp"
+#include "oci/json_fields.hpp"
 #include "oci/process_scheduling.hpp"
 #include "oci/resources.hpp"
 #include "sys/fs.hpp"
@@ -24,72 +25,6 @@ namespace mrun::oci {
 using nlohmann::json;
 
 namespace {
-
-Error bad(const std::string& field, const std::string& what) {
-  return Error("config.json: " + field + ": " + what, EINVAL);
-}
-
-template <typename T>
-struct vector_of {
-  using type = void;
-};
-template <typename U>
-struct vector_of<std::vector<U>> {
-  using type = U;
-};
-
-// An integer field must hold an integer that fits: nlohmann converts any number to
-// any arithmetic type with a plain cast, so 4294967296 would be uid 0, a gid of -1
-// 4294967295 and a timeout of 1.5 one second (tests/fuzz/regressions/config/).
-// Anything but a number is left to get<T>() to report as a wrong type.
-template <typename T>
-void check_integer(const json& v, const std::string& field) {
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-    if constexpr (std::is_unsigned_v<T>) {
-      // nlohmann would wrap -1 round to 4294967295: a uid that nobody asked for.
-      if (!v.is_number_unsigned()) throw bad(field, "must be a non-negative integer");
-    }
-    if (!v.is_number()) return;
-    if (!v.is_number_integer()) throw bad(field, "must be an integer, not " + v.dump());
-    bool fits = v.is_number_unsigned() ? std::in_range<T>(v.get<std::uint64_t>())
-                                       : std::in_range<T>(v.get<std::int64_t>());
-    if (!fits) throw bad(field, v.dump() + " is out of range");
-  }
-}
-
-// Reads j[key] into out when present; a wrong type names the field.
-template <typename T>
-void get(const json& j, const char* key, T& out, const std::string& where) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return;
-  check_integer<T>(*it, where + key);
-  if constexpr (!std::is_void_v<typename vector_of<T>::type>) {
-    if (it->is_array()) {
-      for (std::size_t i = 0; i < it->size(); ++i) {
-        check_integer<typename vector_of<T>::type>((*it)[i],
-                                                   where + key + "[" + std::to_string(i) + "]");
-      }
-    }
-  }
-  try {
-    out = it->get<T>();
-  } catch (const json::exception&) {
-    throw bad(where + key, "wrong type (" + std::string(it->type_name()) + ")");
-  }
-}
-template <typename T>
-void get(const json& j, const char* key, std::optional<T>& out, const std::string& where) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return;
-  T value{};
-  get(j, key, value, where);
-  out = std::move(value);
-}
-
-const json& object_at(const json& j, const std::string& where) {
-  if (!j.is_object()) throw bad(where, "must be an object");
-  return j;
-}
 
 // The keys of `j` not in `known`: kept so that a round trip loses nothing.
 json rest(const json& j, std::initializer_list<const char*> known) {
@@ -898,10 +833,10 @@ void overlay_process(const Process& p, runtime::ProcessSpec& out) {
   if (!p.rlimits.empty()) out.rlimits = p.rlimits;
   if (p.oom_score_adj) out.oom_score_adj = p.oom_score_adj;
   if (auto it = p.extra.find("ioPriority"); it != p.extra.end() && !it->is_null()) {
-    out.io_priority = parse_io_priority(*it, "config.json");
+    out.io_priority = parse_io_priority(*it);
   }
   if (auto it = p.extra.find("scheduler"); it != p.extra.end() && !it->is_null()) {
-    out.scheduler = parse_scheduler(*it, "config.json");
+    out.scheduler = parse_scheduler(*it);
   }
   runtime::validate_process_limits(out);
   // Labels go on where their LSM is enabled, which the start checks

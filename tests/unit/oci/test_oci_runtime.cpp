@@ -311,5 +311,5 @@ TEST_CASE("process.ioPriority and process.scheduler: the kernel's names and rang
   REQUIRE_THAT(error_of(R"({"args":["x"],"scheduler":{"policy":"SCHED_OTHER","flags":["X"]}})"),
                Catch::Contains("process.scheduler.flags: \"X\" is not one of"));
   REQUIRE_THAT(error_of(R"({"args":["x"],"scheduler":{"policy":"SCHED_OTHER","nice":"5"}})"),
-               Catch::Contains("process.scheduler.nice: must be an integer"));
+               Catch::Contains("process.scheduler.nice: wrong type (string)"));
 }
