@@ -195,15 +195,21 @@ def test_run_exec_home_is_the_exec_user_s(mrun, app_rootfs, name):
         mrun("delete", "-f", name)
 
 
+def _assert_run_refused(mrun, tmp_path, rootfs, name, mentions, **process):
+    """`run --bundle` of a config with PROCESS fails with mrun's one line, naming
+    MENTIONS; each call gets a bundle of its own under TMP_PATH."""
+    bundle_dir = tmp_path / f"b{len(list(tmp_path.iterdir()))}"
+    bundle_dir.mkdir()
+    bundle = _config(mrun, bundle_dir, rootfs, ["/bin/true"], **process)
+    try:
+        M.assert_mrun_error(mrun("run", "--bundle", bundle, name), mentions=mentions)
+    finally:
+        mrun("delete", "--force", name)
+
+
 def test_what_the_kernel_refuses_is_a_clear_error(mrun, rootfs, name, tmp_path):
     def fails(mentions, **process):
-        bundle_dir = tmp_path / f"b{len(list(tmp_path.iterdir()))}"
-        bundle_dir.mkdir()
-        bundle = _config(mrun, bundle_dir, rootfs, ["/bin/true"], **process)
-        try:
-            M.assert_mrun_error(mrun("run", "--bundle", bundle, name), mentions=mentions)
-        finally:
-            mrun("delete", "--force", name)
+        _assert_run_refused(mrun, tmp_path, rootfs, name, mentions, **process)
 
     fails(["process.capabilities.effective", "CAP_SETUID", "permitted"],
           capabilities={"bounding": ["CAP_SETUID"], "effective": ["CAP_SETUID"],
@@ -333,13 +339,7 @@ def test_scheduler_and_io_priority_refusals_name_the_field(mrun, rootfs, name, t
     policy, which needs CAP_SYS_NICE in the host's user namespace, fails rootless with
     the field, the errno and the fix, and leaves nothing behind."""
     def fails(mentions, **process):
-        bundle_dir = tmp_path / f"b{len(list(tmp_path.iterdir()))}"
-        bundle_dir.mkdir()
-        bundle = _config(mrun, bundle_dir, rootfs, ["/bin/true"], **process)
-        try:
-            M.assert_mrun_error(mrun("run", "--bundle", bundle, name), mentions=mentions)
-        finally:
-            mrun("delete", "--force", name)
+        _assert_run_refused(mrun, tmp_path, rootfs, name, mentions, **process)
 
     fails(["process.scheduler.policy", "SCHED_NOPE"], scheduler={"policy": "SCHED_NOPE"})
     fails(["process.scheduler.priority", "1..99"], scheduler={"policy": "SCHED_FIFO"})
