@@ -10,6 +10,10 @@
 #      types it converts to (runtime/config.hpp, runtime/process_spec.hpp): never the
 #      state store, the launch or the host checks, so that a config converts the same
 #      on any machine.
+#   3. The stages a container goes through are folders, each built only on those
+#      before it: runtime/ (the shared model) < state/ < init/ and monitor/ < exec/ and
+#      launch/ < lifecycle/. A folder includes none above it or beside it, so what a
+#      container's setup (init/) runs cannot reach the launch or the state store.
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
@@ -44,6 +48,27 @@ runtime_includes_in_oci() {
 }
 check "src/oci includes of the runtime only its types (config.hpp, process_spec.hpp)" \
     runtime_includes_in_oci
+
+# allowed[FOLDER]: the stage folders FOLDER may include, itself first.
+declare -A allowed=(
+    [runtime]="runtime"
+    [state]="state runtime"
+    [init]="init runtime"
+    [monitor]="monitor runtime"
+    [exec]="exec init monitor state runtime"
+    [launch]="launch init monitor state runtime"
+    [lifecycle]="lifecycle launch init monitor state runtime"
+)
+stage_includes_out_of_order() {
+    local folder stage
+    for folder in "${!allowed[@]}"; do
+        for stage in "${!allowed[@]}"; do
+            [[ " ${allowed[$folder]} " == *" $stage "* ]] && continue
+            git ls-files "src/$folder/*" | xargs -r grep -nE "#include \"$stage/" || true
+        done
+    done
+}
+check "each stage folder includes only the stages before it" stage_includes_out_of_order
 
 printf '1..%d\n%s' "$n" "$tap" | tee "$out"
 [ $failed -eq 0 ]

@@ -5,8 +5,8 @@
 #include "base/error.hpp"
 #include "cli/command.hpp"
 #include "cli/oci_bundle.hpp"
-#include "runtime/detach.hpp"
-#include "runtime/state.hpp"
+#include "launch/detach.hpp"
+#include "state/state.hpp"
 
 namespace mrun::cli {
 

@@ -1,7 +1,7 @@
 // mrun delete [-f] NAME...   -- see mrun(1), mrun-oci(1)
 #include "base/error.hpp"
 #include "cli/command.hpp"
-#include "runtime/lifecycle.hpp"
+#include "lifecycle/lifecycle.hpp"
 
 namespace mrun::cli {
 

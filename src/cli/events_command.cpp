@@ -5,7 +5,7 @@
 #include "base/error.hpp"
 #include "base/strings.hpp"
 #include "cli/command.hpp"
-#include "runtime/events.hpp"
+#include "lifecycle/events.hpp"
 
 namespace mrun::cli {
 

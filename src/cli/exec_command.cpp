@@ -4,12 +4,12 @@
 #include "base/error.hpp"
 #include "cli/command.hpp"
 #include "cli/oci_bundle.hpp"
+#include "exec/cloned_binary.hpp"
+#include "exec/exec.hpp"
+#include "lifecycle/lifecycle.hpp"
 #include "oci/spec.hpp"
-#include "runtime/cloned_binary.hpp"
-#include "runtime/exec.hpp"
-#include "runtime/lifecycle.hpp"
-#include "runtime/state.hpp"
 #include "security/lsm.hpp"
+#include "state/state.hpp"
 #include "sys/fs.hpp"
 
 namespace mrun::cli {
@@ -73,7 +73,7 @@ class ExecCommand : public Command {
     auto ctx = runtime::make_context(global);
     runtime::StateStore store(ctx.state_root);
     auto state = runtime::existing_container(store, id);
-    // CVE-2019-5736 (runtime/cloned_binary.hpp): run from a sealed copy of mrun where
+    // CVE-2019-5736 (exec/cloned_binary.hpp): run from a sealed copy of mrun where
     // the container could write this binary, before reading anything that cannot be
     // read twice (--process /dev/stdin); the state was read, and is read again.
     runtime::protect_binary_before_joining(state.pid);

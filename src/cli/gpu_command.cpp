@@ -14,7 +14,7 @@
 #include "gpucheck/host_facts.hpp"
 #include "gpucheck/ladder.hpp"
 #include "gpucheck/matrix_run.hpp"
-#include "runtime/state.hpp"
+#include "state/state.hpp"
 #include "sys/fs.hpp"
 
 namespace mrun::cli {

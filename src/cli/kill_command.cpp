@@ -4,7 +4,7 @@
 #include "base/error.hpp"
 #include "cli/command.hpp"
 #include "cli/signal_names.hpp"
-#include "runtime/lifecycle.hpp"
+#include "lifecycle/lifecycle.hpp"
 
 namespace mrun::cli {
 

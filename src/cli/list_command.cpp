@@ -13,8 +13,8 @@
 
 #include "base/strings.hpp"
 #include "cli/command.hpp"
-#include "runtime/launcher.hpp"
-#include "runtime/state.hpp"
+#include "state/state.hpp"
+#include "state/teardown.hpp"
 #include "sys/fs.hpp"
 #include "sys/user_db.hpp"
 

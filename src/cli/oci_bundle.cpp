@@ -7,8 +7,8 @@
 #include <cstdlib>
 
 #include "base/error.hpp"
+#include "exec/cloned_binary.hpp"
 #include "oci/spec.hpp"
-#include "runtime/cloned_binary.hpp"
 #include "sys/fs.hpp"
 
 namespace mrun::cli {
@@ -27,7 +27,7 @@ runtime::ContainerConfig config_from_bundle(const std::string& bundle, const std
   auto config = oci::to_container_config(spec, *resolved, id, ::getuid(), ::getgid(), ctx.log);
   if (ctx.cgroups_disabled) config.run.cgroups = runtime::CgroupsMode::disabled;
   runtime::validate(config);
-  // CVE-2019-5736 (runtime/cloned_binary.hpp): a container that joins a PID namespace by
+  // CVE-2019-5736 (exec/cloned_binary.hpp): a container that joins a PID namespace by
   // path (a pod's shareProcessNamespace) is seen, while mrun sets it up, by every process
   // already there, which may reach this binary through /proc/PID/exe once the setup has
   // dropped to the container's capabilities and is about to exec. As for `mrun exec`:

@@ -7,7 +7,7 @@
 
 #include "runtime/config.hpp"
 #include "runtime/context.hpp"
-#include "runtime/state.hpp"
+#include "state/state.hpp"
 
 namespace mrun::cli {
 

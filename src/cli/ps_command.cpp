@@ -8,9 +8,9 @@
 #include "base/error.hpp"
 #include "cli/command.hpp"
 #include "cli/oci_bundle.hpp"
-#include "runtime/lifecycle.hpp"
-#include "runtime/processes.hpp"
-#include "runtime/state.hpp"
+#include "lifecycle/lifecycle.hpp"
+#include "lifecycle/processes.hpp"
+#include "state/state.hpp"
 #include "sys/fs.hpp"
 
 namespace mrun::cli {

@@ -13,13 +13,13 @@
 #include "cgroup/limits.hpp"
 #include "cli/command.hpp"
 #include "cli/oci_bundle.hpp"
+#include "launch/detach.hpp"
+#include "launch/launcher.hpp"
+#include "lifecycle/lifecycle.hpp"
 #include "mount/busybox_rootfs.hpp"
 #include "mount/mount_plan.hpp"
 #include "net/publish_spec.hpp"
 #include "oci/run_config.hpp"
-#include "runtime/detach.hpp"
-#include "runtime/launcher.hpp"
-#include "runtime/lifecycle.hpp"
 #include "runtime/privilege.hpp"
 #include "security/security_plan.hpp"
 #include "sys/fs.hpp"
@@ -159,7 +159,7 @@ runtime::NetworkMode choose_network(const std::string& requested, const runtime:
 }
 
 // No HOME: the container's process sets it from the image's /etc/passwd entry of its
-// uid, or "/" (runtime/become_command.hpp), as runc and podman do; -e HOME=... wins.
+// uid, or "/" (init/become_command.hpp), as runc and podman do; -e HOME=... wins.
 std::vector<std::string> build_env(const RunOptions& options, const std::string& hostname) {
   std::vector<std::string> env{std::string("PATH=") + default_path, "HOSTNAME=" + hostname};
   if (options.tty) env.emplace_back("TERM=xterm");

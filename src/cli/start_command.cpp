@@ -1,6 +1,6 @@
 // mrun start ID   -- see mrun-oci(1)
 #include "cli/command.hpp"
-#include "runtime/lifecycle.hpp"
+#include "lifecycle/lifecycle.hpp"
 
 namespace mrun::cli {
 

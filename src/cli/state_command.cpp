@@ -3,8 +3,8 @@
 
 #include "cli/command.hpp"
 #include "cli/oci_bundle.hpp"
-#include "runtime/lifecycle.hpp"
-#include "runtime/state.hpp"
+#include "lifecycle/lifecycle.hpp"
+#include "state/state.hpp"
 
 namespace mrun::cli {
 

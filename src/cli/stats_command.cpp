@@ -9,8 +9,8 @@
 #include "cgroup/cgroup.hpp"
 #include "cgroup/v1_stats.hpp"
 #include "cli/command.hpp"
-#include "runtime/lifecycle.hpp"
-#include "runtime/state.hpp"
+#include "lifecycle/lifecycle.hpp"
+#include "state/state.hpp"
 #include "sys/fs.hpp"
 
 namespace mrun::cli {

@@ -10,8 +10,8 @@
 #include "base/error.hpp"
 #include "cgroup/limits.hpp"
 #include "cli/command.hpp"
+#include "lifecycle/update.hpp"
 #include "oci/resources.hpp"
-#include "runtime/update.hpp"
 #include "sys/fs.hpp"
 
 namespace mrun::cli {

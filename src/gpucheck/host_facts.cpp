@@ -22,7 +22,7 @@
 #include "gpupolicy/gpu_policy.h"
 #include "gpupolicy/gpu_policy_load.h"
 #include "mount/devices.hpp"
-#include "runtime/state.hpp"
+#include "state/state.hpp"
 #include "sys/fs.hpp"
 #include "sys/user_db.hpp"
 #include "userns/subid.hpp"

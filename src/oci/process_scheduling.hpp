@@ -1,7 +1,7 @@
 // process.ioPriority and process.scheduler (runtime-spec 1.2) as the runtime's types,
 // checked as runc 1.2 checks them: the names the kernel knows, the ranges it takes, the
 // deadline fields only for SCHED_DEADLINE. The container's process applies them
-// (runtime/become_command.hpp); what the kernel refuses (a real-time class without
+// (init/become_command.hpp); what the kernel refuses (a real-time class without
 // CAP_SYS_NICE) fails there, naming the field.
 #pragma once
 

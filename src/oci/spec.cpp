@@ -840,7 +840,7 @@ void overlay_process(const Process& p, runtime::ProcessSpec& out) {
   }
   runtime::validate_process_limits(out);
   // Labels go on where their LSM is enabled, which the start checks
-  // (runtime/host_support.hpp): the conversion reads only the config.
+  // (launch/host_support.hpp): the conversion reads only the config.
   if (p.apparmor_profile) out.apparmor_profile = *p.apparmor_profile;
   if (p.selinux_label) out.selinux_label = *p.selinux_label;
   // The spec's defaults, not mrun run's: no capability set means none, no
@@ -916,7 +916,7 @@ runtime::ContainerConfig to_container_config(const Spec& spec, const std::string
   if (spec.annotations) c.annotations = *spec.annotations;
   if (!spec.process) throw unsupported("process", "a container without a process");
   const Process& p = *spec.process;
-  // Applied by the container's process itself (runtime/become_command.hpp), never
+  // Applied by the container's process itself (init/become_command.hpp), never
   // to mrun. The cwd is required by validate(); no linux.seccomp means no filter.
   overlay_process(p, c.process);
   c.process.user.gid_from_image = additions.gid_from_image;
@@ -943,7 +943,7 @@ runtime::ContainerConfig to_container_config(const Spec& spec, const std::string
   if (!spec.linux) throw unsupported("linux", "a config without a linux section");
   const Linux& l = *spec.linux;
   for (auto it = l.extra.begin(); it != l.extra.end(); ++it) {
-    // An SELinux label, checked against the host at the start (runtime/host_support.hpp).
+    // An SELinux label, checked against the host at the start (launch/host_support.hpp).
     if (it.key() == "mountLabel") {
       if (!it.value().is_string()) throw unsupported("linux.mountLabel", "must be a string");
       c.mount_label = it.value().get<std::string>();

@@ -152,7 +152,7 @@ void convert_process_security(const Process& p, security::SecurityOptions& secur
 // --process` (over the container's exec.json) alike: args, env (a name given twice:
 // the later value wins), user, terminal, capabilities and noNewPrivileges always; cwd,
 // umask, rlimits, oomScoreAdj, ioPriority, scheduler and the labels where it gives
-// them. The container's process applies the result (runtime/become_command.hpp); the
+// them. The container's process applies the result (init/become_command.hpp); the
 // seccomp filter and the rest of `out` stay. Throws naming the field ("config.json:
 // process.user.umask ...").
 void overlay_process(const Process& p, runtime::ProcessSpec& out);

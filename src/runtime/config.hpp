@@ -161,7 +161,7 @@ struct ContainerConfig {
   // init once its namespaces exist.
   std::map<std::string, std::string> sysctl;
   // linux.mountLabel: the SELinux context of the container's mounts; applied nowhere,
-  // so refused where SELinux is enabled (runtime/host_support.hpp).
+  // so refused where SELinux is enabled (launch/host_support.hpp).
   std::string mount_label;
   std::string bundle;  // absolute; empty: built by mrun run from its flags
   std::map<std::string, std::string> annotations;

@@ -4,7 +4,7 @@
 // seccomp filter). It is the one model of a process: config.json and `mrun run`'s flags
 // fill it in for the container's own command (ContainerConfig::process), exec.json keeps
 // it as the container's defaults for exec, `mrun exec` fills it in from those and its
-// flags or --process file, and become_command (runtime/become_command.hpp) applies it.
+// flags or --process file, and become_command (init/become_command.hpp) applies it.
 // A new process field is one member here, one line in its JSON (exec_defaults.cpp) and
 // one step in become_command.
 #pragma once
@@ -24,7 +24,7 @@ struct UserSpec {
   uid_t uid = 0;
   gid_t gid = 0;
   // -u UID without a GID: the container's process takes the uid's primary group from
-  // the image's /etc/passwd itself, after pivot_root (runtime/image_user.hpp); `gid`
+  // the image's /etc/passwd itself, after pivot_root (init/image_user.hpp); `gid`
   // (0) when the image does not list the uid.
   bool gid_from_image = false;
   // process.user.additionalGids: the supplementary groups, set with setgroups(2) once

@@ -46,7 +46,7 @@ enum class ToMonitor : std::uint32_t {
   create_hooks,       // mounts made: run prestart/createRuntime
   need_device_grant,  // after pivot_root: have mrun-gpu-helper make the nodes usable
   seccomp_listener,   // the seccomp filter's notification listener (fd attached), for
-                      // the agent at listenerPath (runtime/seccomp_agent.hpp)
+                      // the agent at listenerPath (init/seccomp_agent.hpp)
 };
 
 const char* message_name(ToContainer type);

@@ -7,7 +7,7 @@
 //   ─ set_process_capabilities ─ no_new_privs ─ (reset signals, die with parent)
 //   ─ load_seccomp_last (─ its notification listener handed to the monitor) ─ execve
 //
-// runtime/become_command.hpp is that sequence, one for the container's command and for
+// init/become_command.hpp is that sequence, one for the container's command and for
 // `mrun exec`.
 #pragma once
 

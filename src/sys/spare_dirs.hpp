@@ -1,5 +1,5 @@
 // A pool of kept directories: what one container leaves, emptied, for the next, so that
-// neither has to make and remove it (dear on ext4 without a journal: runtime/storage.hpp).
+// neither has to make and remove it (dear on ext4 without a journal: state/storage.hpp).
 // The state store keeps its state directories here, the launcher its overlay storage.
 //
 // Names in a pool: TAG-PID-N for a kept directory (the tag says what state it was kept

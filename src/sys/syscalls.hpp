@@ -140,7 +140,7 @@ int setns_fd(int fd, int nstype) noexcept;
 // no namespace.
 int namespace_type(int fd);
 
-// ---- a sealed in-memory copy of a binary (runtime/cloned_binary.hpp) ----
+// ---- a sealed in-memory copy of a binary (exec/cloned_binary.hpp) ----
 // memfd_create(2) with MFD_CLOEXEC | MFD_ALLOW_SEALING, and MFD_EXEC where the kernel
 // knows it (6.3+: without it, vm.memfd_noexec may make the memfd non-executable; older
 // kernels refuse the unknown flag, so it is retried without).

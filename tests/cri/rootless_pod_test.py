@@ -16,7 +16,7 @@ calls for a pod with shareProcessNamespace (pid POD): RunPodSandbox, CreateConta
 StartContainer, ExecSync, StopContainer, StopPodSandbox, RemovePodSandbox; checked
 alike: the container in the sandbox's PID namespace with /pause as its PID 1, uid 0 of
 rootlesskit's map, nothing left running. mrun, root of a user namespace it did not make,
-joins that PID namespace through a first child (src/runtime/launcher.cpp).
+joins that PID namespace through a first child (src/launch/launcher.cpp).
 Prints TAP; exits 1 if any test failed.
 """
 

@@ -1,4 +1,4 @@
-"""CVE-2019-5736 against `mrun exec` (see src/runtime/cloned_binary.hpp): a process of
+"""CVE-2019-5736 against `mrun exec` (see src/exec/cloned_binary.hpp): a process of
 the container tries to reach the runtime's binary through /proc/PID/exe of the exec'ing
 mrun process, hold it open and write it once no mrun runs it any more. The binary used
 for exec is a copy owned by whoever the container's root is on the host (the test user

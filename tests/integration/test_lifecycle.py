@@ -475,7 +475,7 @@ def _gone_pid():
 
 
 def test_an_rm_containers_empty_storage_is_a_later_ones(mrun, rootfs, names, tmp_path):
-    """--rm keeps the storage a container left empty (runtime/storage.hpp) as it was
+    """--rm keeps the storage a container left empty (state/storage.hpp) as it was
     left ("kept-", overlayfs's work tree still in it); the next container's monitor
     empties its work/ while that container runs ("ready-"), and the one after
     runs in it. Storage a container wrote into is removed, never handed on; at most 4

@@ -1,7 +1,7 @@
 """The start-up machinery kept for speed, attacked: the shared user namespace's holder
 (userns/shared_userns.hpp), the spare network namespace it hands each container, and
 the spare storage directories one container leaves for the next
-(runtime/storage.hpp). Each test is an attack a container (or its image) can make
+(state/storage.hpp). Each test is an attack a container (or its image) can make
 with what the user lets it have, and what must stop it.
 
 Out of reach by construction, and so not attacked here: the holder's socket and record

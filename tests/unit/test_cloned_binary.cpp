@@ -6,7 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "base/error.hpp"
-#include "runtime/cloned_binary.hpp"
+#include "exec/cloned_binary.hpp"
 #include "sys/fs.hpp"
 #include "sys/syscalls.hpp"
 

@@ -5,10 +5,10 @@
 #include <cstdlib>
 
 #include "base/error.hpp"
-#include "runtime/become_command.hpp"
+#include "init/become_command.hpp"
+#include "init/container_init.hpp"
+#include "init/image_user.hpp"
 #include "runtime/config.hpp"
-#include "runtime/container_init.hpp"
-#include "runtime/image_user.hpp"
 #include "runtime/privilege.hpp"
 
 using namespace mrun::runtime;

@@ -1,5 +1,5 @@
 // The device cgroup filter's rules (cgroup/device_rules.hpp) and who asks the helper
-// for what (runtime/device_access.hpp): the pure parts, without privilege.
+// for what (launch/device_access.hpp): the pure parts, without privilege.
 #include <catch2/catch.hpp>
 #include <iterator>
 #include <random>
@@ -9,9 +9,9 @@
 #include "base/error.hpp"
 #include "cgroup/device_rules.hpp"
 #include "cgroup/devices_v1.hpp"
+#include "launch/device_access.hpp"
 #include "mount/devices.hpp"
 #include "runtime/config.hpp"
-#include "runtime/device_access.hpp"
 
 using namespace mrun::cgroup;
 using mrun::Error;

@@ -6,7 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "base/error.hpp"
-#include "runtime/exec_fifo.hpp"
+#include "init/exec_fifo.hpp"
 
 using namespace mrun::runtime;
 

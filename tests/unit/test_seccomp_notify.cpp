@@ -24,7 +24,7 @@
 
 #include "base/error.hpp"
 #include "base/log.hpp"
-#include "runtime/seccomp_agent.hpp"
+#include "init/seccomp_agent.hpp"
 #include "runtime/sync_channel.hpp"
 #include "security/seccomp_cache.hpp"
 #include "security/seccomp_compile.hpp"

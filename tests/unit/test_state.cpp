@@ -10,7 +10,7 @@
 #include <ctime>
 #include <vector>
 
-#include "runtime/state.hpp"
+#include "state/state.hpp"
 #include "sys/fs.hpp"
 #include "sys/syscalls.hpp"
 #include "temp_dir.hpp"

@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "base/error.hpp"
+#include "launch/host_support.hpp"
 #include "oci/spec.hpp"
-#include "runtime/host_support.hpp"
 #include "security/lsm.hpp"
 
 using namespace mrun;

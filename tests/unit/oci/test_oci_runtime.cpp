@@ -12,11 +12,11 @@
 
 #include "base/error.hpp"
 #include "base/log.hpp"
+#include "exec/exec.hpp"
+#include "init/container_init.hpp"
+#include "lifecycle/processes.hpp"
 #include "oci/spec.hpp"
-#include "runtime/container_init.hpp"
-#include "runtime/exec.hpp"
 #include "runtime/hooks.hpp"
-#include "runtime/processes.hpp"
 #include "temp_dir.hpp"
 
 using namespace mrun;
