@@ -148,11 +148,8 @@ sys::SpawnedProcess start_fuse_overlay(const LaunchSpec& spec, pid_t container, 
                 "install it (apt-get install fuse-overlayfs) or use --overlay=native");
   }
   std::string log_path = state_dir + "/fuse-overlayfs.log";
-  UniqueFd log(::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-  if (!log) throw_errno("create " + log_path);
   sys::SpawnOptions options;
-  options.stdout_fd = log.get();
-  options.stderr_fd = log.get();
+  UniqueFd log = sys::log_output_to(log_path, options);
   options.death_signal = SIGKILL;
   int nstypes = CLONE_NEWNS | (spec.privilege.new_user_namespace ? CLONE_NEWUSER : 0);
   options.before_exec = [container_pidfd, nstypes] {

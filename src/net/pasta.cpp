@@ -99,11 +99,8 @@ std::unique_ptr<HelperProcess> start_pasta(const NetworkRequest& request) {
   auto argv = pasta_arguments(request, program, pid_file, netns ? netns.get() : -1);
   request.log.debug("network: " + join(argv, " "));
 
-  UniqueFd log(::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-  if (!log) throw_errno("create " + log_path);
   sys::SpawnOptions options;
-  options.stdout_fd = log.get();
-  options.stderr_fd = log.get();
+  UniqueFd log = sys::log_output_to(log_path, options);
   options.death_signal = SIGKILL;  // pasta has no exit fd: it dies with mrun
   int netns_fd = netns ? netns.get() : -1;
   options.before_exec = [netns_fd] {

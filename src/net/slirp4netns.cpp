@@ -132,11 +132,8 @@ std::unique_ptr<HelperProcess> start_slirp4netns(const NetworkRequest& request) 
   argv.emplace_back(interface_name);
   request.log.debug("network: " + join(argv, " "));
 
-  UniqueFd log(::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-  if (!log) throw_errno("create " + log_path);
   sys::SpawnOptions options;
-  options.stdout_fd = log.get();
-  options.stderr_fd = log.get();
+  UniqueFd log = sys::log_output_to(log_path, options);
   // The exit fd is the clean way out (slirp4netns removes its socket); the
   // parent-death signal covers an exit fd that leaked somewhere it stays open.
   options.death_signal = SIGKILL;

@@ -31,6 +31,14 @@ std::vector<char*> to_argv(const std::vector<std::string>& args) {
 }
 }  // namespace
 
+UniqueFd log_output_to(const std::string& log_path, SpawnOptions& options) {
+  UniqueFd log(::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (!log) throw_errno("create " + log_path);
+  options.stdout_fd = log.get();
+  options.stderr_fd = log.get();
+  return log;
+}
+
 SpawnedProcess spawn_program(const std::vector<std::string>& argv, const SpawnOptions& options) {
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw_errno("pipe for " + argv.at(0));

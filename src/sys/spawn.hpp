@@ -41,6 +41,12 @@ struct SpawnedProcess {
   UniqueFd pidfd;
 };
 
+// A long-running helper's output (fuse-overlayfs, slirp4netns, pasta): `log_path` made
+// anew (0600, truncated) and set as the helper's stdout and stderr in `options`. The
+// returned descriptor must stay open until spawn_program returns; the helper keeps its
+// own.
+UniqueFd log_output_to(const std::string& log_path, SpawnOptions& options);
+
 // Starts argv[0] without waiting for it. Exec failure (or a before_exec error) is
 // reported synchronously as an Error.
 SpawnedProcess spawn_program(const std::vector<std::string>& argv, const SpawnOptions& options);
