@@ -11,8 +11,8 @@
 #include "base/log.hpp"
 #include "base/phase_trace.hpp"
 #include "cli/command.hpp"
+#include "sys/fd_slots.hpp"
 #include "sys/inherited_state.hpp"
-#include "sys/syscalls.hpp"
 #include "userns/userns_holder.hpp"
 
 namespace {

@@ -16,7 +16,9 @@
 #include "base/strings.hpp"
 #include "base/unique_fd.hpp"
 #include "sys/fs.hpp"
-#include "sys/syscalls.hpp"
+#include "sys/namespaces.hpp"
+#include "sys/processes.hpp"
+#include "sys/sealed_memfd.hpp"
 
 extern char** environ;
 

@@ -29,7 +29,9 @@
 #include "security/security_plan.hpp"
 #include "sys/fd_passing.hpp"
 #include "sys/fs.hpp"
-#include "sys/syscalls.hpp"
+#include "sys/mounts.hpp"
+#include "sys/namespaces.hpp"
+#include "sys/processes.hpp"
 
 namespace mrun::runtime {
 

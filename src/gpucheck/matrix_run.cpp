@@ -18,8 +18,9 @@
 #include "mount/busybox_rootfs.hpp"
 #include "mount/devices.hpp"
 #include "sys/fs.hpp"
+#include "sys/kernel.hpp"
+#include "sys/processes.hpp"
 #include "sys/spawn.hpp"
-#include "sys/syscalls.hpp"
 #include "sys/user_db.hpp"
 #include "userns/subid.hpp"
 

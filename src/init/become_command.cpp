@@ -17,8 +17,10 @@
 #include "init/image_user.hpp"
 #include "init/seccomp_agent.hpp"
 #include "security/lsm.hpp"
+#include "sys/fd_slots.hpp"
 #include "sys/inherited_state.hpp"
-#include "sys/syscalls.hpp"
+#include "sys/process_attributes.hpp"
+#include "sys/procfs.hpp"
 
 namespace mrun::runtime {
 

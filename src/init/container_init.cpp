@@ -25,7 +25,10 @@
 #include "runtime/hooks.hpp"
 #include "sys/fs.hpp"
 #include "sys/mount_fd.hpp"
-#include "sys/syscalls.hpp"
+#include "sys/mounts.hpp"
+#include "sys/namespaces.hpp"
+#include "sys/processes.hpp"
+#include "sys/procfs.hpp"
 
 namespace mrun::runtime {
 

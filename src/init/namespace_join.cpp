@@ -7,7 +7,7 @@
 #include <cstdlib>
 
 #include "base/error.hpp"
-#include "sys/syscalls.hpp"
+#include "sys/namespaces.hpp"
 
 namespace mrun::runtime {
 

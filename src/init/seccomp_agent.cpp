@@ -6,7 +6,6 @@
 #include "base/error.hpp"
 #include "base/oci_version.hpp"
 #include "sys/fd_passing.hpp"
-#include "sys/syscalls.hpp"
 
 namespace mrun::runtime {
 

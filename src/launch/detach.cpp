@@ -9,7 +9,7 @@
 
 #include "base/error.hpp"
 #include "launch/launcher.hpp"
-#include "sys/syscalls.hpp"
+#include "sys/processes.hpp"
 
 namespace mrun::runtime {
 

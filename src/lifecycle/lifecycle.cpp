@@ -18,7 +18,7 @@
 #include "runtime/hooks.hpp"
 #include "state/teardown.hpp"
 #include "sys/fs.hpp"
-#include "sys/syscalls.hpp"
+#include "sys/processes.hpp"
 
 namespace mrun::runtime {
 

@@ -11,7 +11,7 @@
 #include <optional>
 
 #include "base/error.hpp"
-#include "sys/syscalls.hpp"
+#include "sys/processes.hpp"
 
 namespace mrun::runtime {
 

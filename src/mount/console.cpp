@@ -9,7 +9,7 @@
 #include "base/error.hpp"
 #include "base/unique_fd.hpp"
 #include "sys/mount_fd.hpp"
-#include "sys/syscalls.hpp"
+#include "sys/open_in_root.hpp"
 
 namespace mrun::mount {
 

@@ -17,7 +17,7 @@
 #include "mount/copy_tree.hpp"
 #include "sys/fs.hpp"
 #include "sys/mount_fd.hpp"
-#include "sys/syscalls.hpp"
+#include "sys/open_in_root.hpp"
 
 namespace mrun::mount {
 

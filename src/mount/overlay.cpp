@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "base/error.hpp"
-#include "sys/syscalls.hpp"
+#include "sys/mounts.hpp"
 
 namespace mrun::mount {
 

@@ -10,8 +10,9 @@
 #include "base/error.hpp"
 #include "base/strings.hpp"
 #include "sys/fs.hpp"
+#include "sys/mounts.hpp"
+#include "sys/namespaces.hpp"
 #include "sys/spawn.hpp"
-#include "sys/syscalls.hpp"
 
 namespace mrun::net {
 

@@ -13,7 +13,7 @@
 
 #include "base/error.hpp"
 #include "base/unique_fd.hpp"
-#include "sys/syscalls.hpp"
+#include "sys/processes.hpp"
 
 namespace mrun::runtime {
 

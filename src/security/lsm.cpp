@@ -8,7 +8,7 @@
 #include "base/error.hpp"
 #include "base/strings.hpp"
 #include "sys/fs.hpp"
-#include "sys/syscalls.hpp"
+#include "sys/procfs.hpp"
 
 namespace mrun::security {
 

@@ -13,7 +13,7 @@
 #include "embedded_policy.h"  // generated from policy/ by security/embed_policy.py
 #include "security/seccomp_cache.hpp"
 #include "security/seccomp_support.hpp"
-#include "sys/syscalls.hpp"
+#include "sys/kernel.hpp"
 
 namespace mrun::security {
 

@@ -19,8 +19,8 @@
 #include "base/strings.hpp"
 #include "cgroup/v1_freezer.hpp"
 #include "sys/fs.hpp"
+#include "sys/processes.hpp"
 #include "sys/spare_dirs.hpp"
-#include "sys/syscalls.hpp"
 
 namespace mrun::runtime {
 

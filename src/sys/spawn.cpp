@@ -11,7 +11,7 @@
 
 #include "base/error.hpp"
 #include "sys/fs.hpp"
-#include "sys/syscalls.hpp"
+#include "sys/processes.hpp"
 
 namespace mrun::sys {
 

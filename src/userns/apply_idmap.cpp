@@ -10,8 +10,8 @@
 #include "base/error.hpp"
 #include "base/strings.hpp"
 #include "sys/fs.hpp"
+#include "sys/processes.hpp"
 #include "sys/spawn.hpp"
-#include "sys/syscalls.hpp"
 
 namespace mrun::userns {
 

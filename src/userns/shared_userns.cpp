@@ -18,7 +18,7 @@
 #include "base/error.hpp"
 #include "base/strings.hpp"
 #include "sys/fs.hpp"
-#include "sys/syscalls.hpp"
+#include "sys/processes.hpp"
 #include "userns/apply_idmap.hpp"
 #include "userns/spare_netns.hpp"
 #include "userns/userns_holder.hpp"

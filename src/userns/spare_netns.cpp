@@ -16,7 +16,7 @@
 #include "base/error.hpp"
 #include "sys/fd_passing.hpp"
 #include "sys/fs.hpp"
-#include "sys/syscalls.hpp"
+#include "sys/namespaces.hpp"
 
 namespace mrun::userns {
 

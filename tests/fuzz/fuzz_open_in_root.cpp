@@ -25,7 +25,7 @@
 #include "base/error.hpp"
 #include "base/unique_fd.hpp"
 #include "fuzz_check.hpp"
-#include "sys/syscalls.hpp"
+#include "sys/open_in_root.hpp"
 
 namespace {
 

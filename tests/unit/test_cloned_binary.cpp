@@ -8,7 +8,7 @@
 #include "base/error.hpp"
 #include "exec/cloned_binary.hpp"
 #include "sys/fs.hpp"
-#include "sys/syscalls.hpp"
+#include "sys/sealed_memfd.hpp"
 
 using namespace mrun;
 

@@ -12,7 +12,7 @@
 
 #include "state/state.hpp"
 #include "sys/fs.hpp"
-#include "sys/syscalls.hpp"
+#include "sys/processes.hpp"
 #include "temp_dir.hpp"
 
 using namespace mrun::runtime;
