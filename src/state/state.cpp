@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
+#include "base/spares.hpp"
 #include "base/strings.hpp"
 #include "cgroup/v1_freezer.hpp"
 #include "sys/fs.hpp"
@@ -206,9 +207,10 @@ bool StateStore::claim(const ContainerState& state, const std::vector<NamedFile>
       scratches + "/" + scratch_prefix + std::to_string(::getpid()) + "-" + state.name;
   sys::remove_tree(scratch);
   // A kept state directory, checked to hold only what a claim writes.
-  const bool reused = sys::take_spare_dir(root_ + "/" + spare_dir, scratch, [](int dir) {
-    return only_claim_files(sys::directory_entries(dir));
-  });
+  const bool reused =
+      kKeepSpares && sys::take_spare_dir(root_ + "/" + spare_dir, scratch, [](int dir) {
+        return only_claim_files(sys::directory_entries(dir));
+      });
   if (!reused && ::mkdir(scratch.c_str(), 0700) != 0) {
     throw_errno("create state directory in " + root_, "pass a writable --root DIR");
   }
@@ -340,6 +342,7 @@ void StateStore::remove(const std::string& name, bool keep_spare) const {
 }
 
 bool StateStore::keep_as_spare(const std::string& name) const {
+  if (!kKeepSpares) return false;
   UniqueFd dir(::open(dir_of(name).c_str(), dir_flags));
   if (!dir || !only_claim_files(sys::directory_entries(dir.get()))) return false;
   return sys::keep_spare_dir(root_ + "/" + spare_dir, dir_of(name), kMaxSpareStateDirs);

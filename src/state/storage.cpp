@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "base/error.hpp"
+#include "base/spares.hpp"
 #include "base/strings.hpp"
 #include "sys/fs.hpp"
 #include "sys/namespaces.hpp"
@@ -139,7 +140,8 @@ constexpr char kReadyTag[] = "ready-";
 void make_storage(const Context& ctx, const std::string& dir) {
   // Only a tidied spare: emptying work/ here (three rmdirs, each a synchronous discard
   // on ext4 mounted with discard) costs more than making new directories.
-  if (sys::take_spare_dir(spare_root(ctx), dir, ready_for_a_new_container, kReadyTag)) {
+  if (kKeepSpares &&
+      sys::take_spare_dir(spare_root(ctx), dir, ready_for_a_new_container, kReadyTag)) {
     return;
   }
   // mkdir -p only the first time: it tries every component from / (a mkdir each).
@@ -159,12 +161,14 @@ void make_storage(const Context& ctx, const std::string& dir) {
 }
 
 bool keep_storage_as_spare(const Context& ctx, const std::string& dir) {
+  if (!kKeepSpares) return false;
   UniqueFd storage(::open(dir.c_str(), kDirFlags));
   if (!storage || !layers_are_empty(storage.get())) return false;
   return sys::keep_spare_dir(spare_root(ctx), dir, kMaxSpareStorages, kKeptTag);
 }
 
 bool tidy_spare_storage(const Context& ctx) {
+  if (!kKeepSpares) return false;
   return sys::tidy_one_spare_dir(spare_root(ctx), kReadyTag, [](int fd) {
     if (!layers_are_empty(fd)) return false;
     UniqueFd work(::openat(fd, "work", kDirFlags));

@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "base/error.hpp"
+#include "base/spares.hpp"
 #include "sys/fd_passing.hpp"
 #include "sys/fs.hpp"
 #include "sys/namespaces.hpp"
@@ -33,6 +34,7 @@ std::string spare_netns_socket_path(const std::string& state_root) {
 }
 
 UniqueFd listen_for_spare_requests(const std::string& state_root) {
+  if (!kKeepSpares) return {};
   const std::string path = spare_netns_socket_path(state_root);
   struct sockaddr_un addr {};
   if (!sys::unix_address(path, &addr)) return {};
@@ -97,6 +99,7 @@ void SpareNetworkNamespaces::serve(int listen_fd) {
 }
 
 UniqueFd ask_for_spare_network_namespace(const std::string& state_root) {
+  if (!kKeepSpares) return {};
   struct sockaddr_un addr {};
   if (!sys::unix_address(spare_netns_socket_path(state_root), &addr)) return {};
   UniqueFd sock(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));

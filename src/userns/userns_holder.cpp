@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 
 #include "sys/fs.hpp"
 #include "userns/spare_netns.hpp"
@@ -68,7 +69,9 @@ int hold(int listen_fd, const std::string& record, int linger_seconds) {
                           IN_OPEN | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF) < 0) {
     return 0;
   }
-  SpareNetworkNamespaces spares;
+  // No socket to serve on (a build without spares, or none could be made): no spares.
+  std::optional<SpareNetworkNamespaces> spares;
+  if (listen_fd >= 0) spares.emplace();
   for (;;) {
     struct pollfd p[2] = {{watch, POLLIN, 0}, {listen_fd, POLLIN, 0}};
     int ready = ::poll(p, listen_fd >= 0 ? 2 : 1, linger_seconds * 1000);
@@ -77,7 +80,7 @@ int hold(int listen_fd, const std::string& record, int linger_seconds) {
       if (errno == EINTR) continue;
       return 0;
     }
-    if (p[1].revents & POLLIN) spares.serve(listen_fd);
+    if (spares && (p[1].revents & POLLIN) != 0) spares->serve(listen_fd);
     if ((p[0].revents & POLLIN) != 0 && record_replaced(watch, record, own)) return 0;
   }
 }

@@ -10,6 +10,7 @@
 #include <ctime>
 #include <vector>
 
+#include "base/spares.hpp"
 #include "state/state.hpp"
 #include "sys/fs.hpp"
 #include "sys/processes.hpp"
@@ -234,7 +235,8 @@ TEST_CASE("an --rm container's state directory is kept and rewritten by the next
   next.command = {"/bin/true"};
   REQUIRE(store.claim(next, {{"exec.json", "{}"}}));
   // The kept directory, its files rewritten whole: nothing of the first container's.
-  REQUIRE(inode_of(store.dir_of("b")) == dir_inode);
+  // (A build without spares makes a new one.)
+  REQUIRE((inode_of(store.dir_of("b")) == dir_inode) == mrun::kKeepSpares);
   REQUIRE(store.read("b")->command == next.command);
   REQUIRE(mrun::sys::read_file(store.dir_of("b") + "/exec.json") == std::string("{}"));
   const auto state_text = mrun::sys::read_file(store.dir_of("b") + "/state.json");
