@@ -60,8 +60,11 @@ run_suite() {
 }
 
 if want unit; then
-  run_suite unit-runtime "$MRUN_BUILD_DIR/tests/unit/unit-runtime" -r junit -o "$MRUN_RESULTS_DIR/unit-runtime.xml"
-  run_suite unit-oci "$MRUN_BUILD_DIR/tests/unit/unit-oci" -r junit -o "$MRUN_RESULTS_DIR/unit-oci.xml"
+  # one binary per folder of src/ (tests/unit/meson.build)
+  for unit in "$MRUN_BUILD_DIR"/tests/unit/unit-*; do
+    [[ -f $unit && -x $unit ]] || continue
+    run_suite "${unit##*/}" "$unit" -r junit -o "$MRUN_RESULTS_DIR/${unit##*/}.xml"
+  done
   # the strace reducer behind docs/COMPARE-RUNC.md, on committed real traces
   run_suite unit-tools /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/tools \
     --junitxml="$MRUN_RESULTS_DIR/unit-tools.xml" -o junit_suite_name=unit-tools

@@ -2,7 +2,7 @@
 // container, and linking libm for three functions (the cgroup v1 -> v2 conversions'
 // log2, pow and llround) costs every start its loading and 300 KiB resident (bench/
 // README.md, "Peak RSS"). Each agrees with libm to within a few units in the last place
-// over the inputs mrun gives it; tests/unit/test_plain_math.cpp checks that, and that
+// over the inputs mrun gives it; tests/unit/base/test_plain_math.cpp checks that, and that
 // the conversions built on them give libm's results for every input.
 #pragma once
 
