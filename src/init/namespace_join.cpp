@@ -7,11 +7,11 @@
 #include <cstdlib>
 
 #include "base/error.hpp"
-#include "sys/namespaces.hpp"
 
 namespace mrun::runtime {
 
-NamespaceJoin::NamespaceJoin(const NamespaceRequests& requests) {
+NamespaceJoin::NamespaceJoin(const NamespaceRequests& requests, sys::Syscalls& calls)
+    : calls_(&calls) {
   // The order runc joins in, the user namespace being none of mrun's choices here.
   const struct {
     const char* kind;
@@ -53,14 +53,14 @@ Error join_error(const char* kind, const std::string& path, int err) {
   // the user namespace that owns it (rootless, a namespace of another user namespace than
   // the one mrun runs in).
   return Error("config.json: " + field + ": join " + path, err,
-               err == EINVAL ? "the path is not a " + std::string(kind) + " namespace"
+               err == EINVAL ? "the path is no " + std::string(kind) + " namespace"
                              : "mrun must run in (or above) the user namespace that owns it");
 }
 }  // namespace
 
 void NamespaceJoin::enter() {
   for (auto& join : joins_) {
-    int err = sys::setns_fd(join.target.get(), join.nstype);
+    int err = calls_->setns(join.target.get(), join.nstype);
     if (err != 0) {
       leave();
       throw join_error(join.kind, join.path, err);
@@ -71,7 +71,7 @@ void NamespaceJoin::enter() {
 
 void NamespaceJoin::enter_for_good() const {
   for (const auto& join : joins_) {
-    int err = sys::setns_fd(join.target.get(), join.nstype);
+    int err = calls_->setns(join.target.get(), join.nstype);
     if (err != 0) throw join_error(join.kind, join.path, err);
   }
 }
@@ -88,7 +88,7 @@ void NamespaceJoin::leave() noexcept {
     if (!it->entered) continue;
     // Back into a namespace the monitor was in a moment ago: the kernel has no reason
     // to refuse, and if it did the monitor must not go on in the container's.
-    if (sys::setns_fd(it->own.get(), it->nstype) != 0) ::abort();
+    if (calls_->setns(it->own.get(), it->nstype) != 0) ::abort();
     it->entered = false;
   }
 }

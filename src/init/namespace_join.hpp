@@ -18,6 +18,7 @@
 
 #include "base/unique_fd.hpp"
 #include "runtime/config.hpp"
+#include "sys/seam.hpp"
 
 namespace mrun::runtime {
 
@@ -25,8 +26,10 @@ class NamespaceJoin {
  public:
   // Opens every joined path and the monitor's own namespace of that kind; throws a
   // 125 naming linux.namespaces (KIND) and the path when one cannot be opened or is not
-  // a namespace of that kind. Nothing is entered yet.
-  explicit NamespaceJoin(const NamespaceRequests& requests);
+  // a namespace of that kind. Nothing is entered yet. Joins and returns through CALLS
+  // (a unit test's, to refuse one).
+  explicit NamespaceJoin(const NamespaceRequests& requests,
+                         sys::Syscalls& calls = sys::real_syscalls());
   NamespaceJoin(const NamespaceJoin&) = delete;
   NamespaceJoin& operator=(const NamespaceJoin&) = delete;
   ~NamespaceJoin();
@@ -51,6 +54,7 @@ class NamespaceJoin {
     UniqueFd own;
     bool entered = false;
   };
+  sys::Syscalls* calls_;
   std::vector<Join> joins_;
 };
 

@@ -43,20 +43,21 @@ bool abandoned_tidy(const std::string& name) {
 }  // namespace
 
 bool keep_spare_dir(const std::string& pool, const std::string& dir, std::size_t max,
-                    const std::string& tag) {
+                    const std::string& tag, Syscalls& calls) {
   if (::mkdir(pool.c_str(), 0700) != 0 && errno != EEXIST) return false;
   UniqueFd pool_fd(::open(pool.c_str(), kDirFlags));
   if (!pool_fd || directory_entries(pool_fd.get()).size() >= max) return false;
-  return ::renameat(AT_FDCWD, dir.c_str(), pool_fd.get(), own_name(tag).c_str()) == 0;
+  return calls.renameat(AT_FDCWD, dir.c_str(), pool_fd.get(), own_name(tag).c_str()) == 0;
 }
 
 bool take_spare_dir(const std::string& pool, const std::string& target,
-                    const std::function<bool(int dir_fd)>& usable, const std::string& tag) {
+                    const std::function<bool(int dir_fd)>& usable, const std::string& tag,
+                    Syscalls& calls) {
   UniqueFd pool_fd(::open(pool.c_str(), kDirFlags));
   if (!pool_fd) return false;
   for (const auto& name : directory_entries(pool_fd.get())) {
     if (name[0] == '.' || !starts_with(name, tag)) continue;  // being tidied, or not ready
-    if (::renameat(pool_fd.get(), name.c_str(), AT_FDCWD, target.c_str()) != 0) continue;
+    if (calls.renameat(pool_fd.get(), name.c_str(), AT_FDCWD, target.c_str()) != 0) continue;
     if (ours_and(UniqueFd(::open(target.c_str(), kDirFlags)), usable)) return true;
     remove_tree(target);
   }
@@ -64,7 +65,7 @@ bool take_spare_dir(const std::string& pool, const std::string& target,
 }
 
 bool tidy_one_spare_dir(const std::string& pool, const std::string& ready_tag,
-                        const std::function<bool(int dir_fd)>& tidy) {
+                        const std::function<bool(int dir_fd)>& tidy, Syscalls& calls) {
   UniqueFd pool_fd(::open(pool.c_str(), kDirFlags));
   if (!pool_fd) return false;
   for (const auto& name : directory_entries(pool_fd.get())) {
@@ -72,10 +73,10 @@ bool tidy_one_spare_dir(const std::string& pool, const std::string& ready_tag,
     if (name[0] == '.' && !abandoned_tidy(name)) continue;
     // Out of takers' reach first: a taker must never mount what is being emptied.
     const std::string tidying = own_name(kTidyPrefix);
-    if (::renameat(pool_fd.get(), name.c_str(), pool_fd.get(), tidying.c_str()) != 0) continue;
+    if (calls.renameat(pool_fd.get(), name.c_str(), pool_fd.get(), tidying.c_str()) != 0) continue;
     if (ours_and(UniqueFd(::openat(pool_fd.get(), tidying.c_str(), kDirFlags)), tidy) &&
-        ::renameat(pool_fd.get(), tidying.c_str(), pool_fd.get(), own_name(ready_tag).c_str()) ==
-            0) {
+        calls.renameat(pool_fd.get(), tidying.c_str(), pool_fd.get(),
+                       own_name(ready_tag).c_str()) == 0) {
       return true;
     }
     remove_tree(pool + "/" + tidying);

@@ -1,6 +1,7 @@
 // The pool of kept directories (sys/spare_dirs.hpp) on a real filesystem: how many it
 // keeps, which a taker may take, what tidying does, and that of several processes
-// reaching for one directory exactly one gets it.
+// reaching for one directory exactly one gets it; and, through a test's Syscalls, what
+// each lost rename leaves.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -8,13 +9,16 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cerrno>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/strings.hpp"
 #include "base/unique_fd.hpp"
 #include "sys/fs.hpp"
+#include "sys/seam.hpp"
 #include "sys/spare_dirs.hpp"
 #include "temp_dir.hpp"
 
@@ -155,4 +159,95 @@ TEST_CASE("of several processes taking from a pool of one, exactly one gets it")
     found += sys::exists(t.path + "/taken-" + std::to_string(i) + "/m") ? 1 : 0;
   }
   REQUIRE(found == 1);
+}
+
+namespace {
+
+// The kernel, but for the renames it is told to refuse: the Nth rename (from 0) of
+// REFUSED answers its errno, as when another mrun moved the directory first (ENOENT)
+// or the pool lies on another filesystem (EXDEV). Records what each rename moved.
+struct RefusedRenames : sys::Syscalls {
+  std::vector<std::pair<std::size_t, int>> refused;
+  std::vector<std::string> moved;
+  int renameat(int from_dir, const char* from, int to_dir, const char* to) noexcept override {
+    const std::size_t nth = moved.size();
+    moved.emplace_back(from);
+    for (const auto& [index, err] : refused) {
+      if (index == nth) return err;
+    }
+    return Syscalls::renameat(from_dir, from, to_dir, to);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a directory the pool cannot take stays where it was, for the caller to remove") {
+  TempDir t("spare");
+  const std::string pool = t.path + "/pool";
+  make_dir_with(t.path + "/d", "m");
+  RefusedRenames kernel;
+  kernel.refused = {{0, EXDEV}};
+  REQUIRE_FALSE(sys::keep_spare_dir(pool, t.path + "/d", 8, "kept-", kernel));
+  REQUIRE(kernel.moved == std::vector<std::string>{t.path + "/d"});
+  REQUIRE(sys::exists(t.path + "/d/m"));
+  REQUIRE(entries(pool).empty());
+}
+
+TEST_CASE("a taker that loses a kept directory to another mrun takes the next, or none") {
+  TempDir t("spare");
+  const std::string pool = t.path + "/pool", target = t.path + "/target";
+  make_dir_with(t.path + "/a", "a");
+  make_dir_with(t.path + "/b", "b");
+  REQUIRE(sys::keep_spare_dir(pool, t.path + "/a", 8, "ready-"));
+  REQUIRE(sys::keep_spare_dir(pool, t.path + "/b", 8, "ready-"));
+  {
+    // The first one it reaches is gone by its rename: it goes on to the other.
+    RefusedRenames kernel;
+    kernel.refused = {{0, ENOENT}};
+    REQUIRE(sys::take_spare_dir(pool, target, any, "ready-", kernel));
+    REQUIRE(kernel.moved.size() == 2);
+    REQUIRE(kernel.moved[0] != kernel.moved[1]);
+    REQUIRE(entries(pool).size() == 1);
+    REQUIRE(entries(target).size() == 1);
+    REQUIRE(sys::remove_tree(target));
+  }
+  {
+    // Every one lost: no directory, nothing at the target, the pool as it was.
+    const auto before = entries(pool);
+    RefusedRenames kernel;
+    kernel.refused = {{0, ENOENT}};
+    REQUIRE_FALSE(sys::take_spare_dir(pool, target, any, "ready-", kernel));
+    REQUIRE_FALSE(sys::exists(target));
+    REQUIRE(entries(pool) == before);
+  }
+}
+
+TEST_CASE("tidying: one lost to another tidier is skipped; one not put back is removed") {
+  TempDir t("spare");
+  const std::string pool = t.path + "/pool";
+  make_dir_with(t.path + "/a", "a");
+  make_dir_with(t.path + "/b", "b");
+  REQUIRE(sys::keep_spare_dir(pool, t.path + "/a", 8));
+  REQUIRE(sys::keep_spare_dir(pool, t.path + "/b", 8));
+  {
+    // The first one's move out of takers' reach loses: the tidier goes on to the next.
+    RefusedRenames kernel;
+    kernel.refused = {{0, ENOENT}};
+    REQUIRE(sys::tidy_one_spare_dir(pool, "ready-", any, kernel));
+    REQUIRE(kernel.moved.size() == 3);  // lost, out of reach, back as ready
+    const auto kept = entries(pool);
+    REQUIRE(kept.size() == 2);
+    REQUIRE(std::count_if(kept.begin(), kept.end(),
+                          [](const std::string& n) { return starts_with(n, "ready-"); }) == 1);
+  }
+  {
+    // Tidied, but its move back into the pool fails: it is removed, never left under
+    // a .tidy- name that no taker takes, and the ready one is untouched.
+    RefusedRenames kernel;
+    kernel.refused = {{1, ENOSPC}};
+    REQUIRE(sys::tidy_one_spare_dir(pool, "ready-", any, kernel));
+    const auto kept = entries(pool);
+    REQUIRE(kept.size() == 1);
+    REQUIRE(starts_with(kept[0], "ready-"));
+  }
 }
