@@ -7,6 +7,12 @@
 #
 #   bench/compare-builds.sh OLD_MRUN [NEW_MRUN] [ROUNDS] [RUNS]   as root
 #     NEW_MRUN defaults to $MRUN_BUILD_DIR/src/mrun (build/), ROUNDS to 6, RUNS to 40
+#   MRUN_BENCH_STAGE_PARENT  where the stage (state roots, storage, rootfs) lives:
+#     default /var/tmp (ext4 here); /dev/shm for tmpfs
+#   MRUN_BENCH_COLD=1  every run is a user's first container: before each one (hyperfine
+#     --prepare, not timed) the shared user namespace's holder is stopped and the state
+#     root and storage removed, so the run starts the holder, maps its ids and makes
+#     its directories; by default the holder lives and spares are kept (warm)
 #   e.g. the pre-redesign build:
 #     git worktree add --detach /var/tmp/mrun-old e21d33a && (cd /var/tmp/mrun-old && scripts/build.sh)
 #     bench/compare-builds.sh /var/tmp/mrun-old/build/src/mrun
@@ -23,7 +29,8 @@ old=${1:?usage: bench/compare-builds.sh OLD_MRUN [NEW_MRUN] [ROUNDS] [RUNS]}
 new=${2:-$build/src/mrun} rounds=${3:-6} runs=${4:-40}
 for f in "$old" "$new"; do [ -x "$f" ] || { echo "bench: $f is not an executable mrun" >&2; exit 1; }; done
 
-stage=$(mktemp -d /var/tmp/mrun-bench-ab.XXXXXX)
+stage=$(mktemp -d "${MRUN_BENCH_STAGE_PARENT:-/var/tmp}/mrun-bench-ab.XXXXXX")
+cold=${MRUN_BENCH_COLD:-0}
 trap 'rm -rf --one-file-system "$stage"' EXIT
 chmod 0755 "$stage"
 install -D -m 0755 "$old" "$stage/bin/A"
@@ -32,15 +39,24 @@ chown "$user" "$stage"
 as_user() { (cd "$stage" && runuser -u "$user" -- env -i HOME="$stage" PATH=/usr/bin:/usr/sbin:/bin "$@"); }
 as_user "$stage/bin/B" rootfs busybox "$stage/rootfs" >/dev/null
 cmd() { echo "$stage/bin/$1 --root $stage/state-$1 run --rm --network none $stage/rootfs /bin/true"; }
+# What a cold run starts from: no holder, no state root, no storage (HOME is the stage).
+fresh() {
+  # rm in a user namespace of the user's subordinate ids: overlayfs's work/work of a kept
+  # storage belongs to the container's root.
+  echo "sh -c '$stage/bin/$1 --root $stage/state-$1 userns --stop >/dev/null && unshare -r --map-auto rm -rf $stage/state-$1 $stage/.local/share/mrun'"
+}
 for who in A B; do as_user $(cmd $who) || { echo "bench: mrun $who cannot start a container" >&2; exit 1; }; done
 
 echo "A = $old"
 echo "B = $new"
-echo "$rounds rounds of $runs runs each, order alternating (load average before: $(cut -d' ' -f1-3 /proc/loadavg))"
+echo "$rounds rounds of $runs runs each, order alternating, $([ "$cold" = 1 ] && echo cold || echo warm), stage on $(stat -f -c %T "$stage") (load average before: $(cut -d' ' -f1-3 /proc/loadavg))"
 for ((r = 1; r <= rounds; r++)); do
   if ((r % 2)); then order=(A B); else order=(B A); fi
   args=()
   for who in "${order[@]}"; do args+=(-n "$who" "$(cmd "$who")"); done
+  if [ "$cold" = 1 ]; then
+    for who in "${order[@]}"; do args+=(--prepare "$(fresh "$who")"); done
+  fi
   as_user hyperfine -N --style none --warmup 3 --runs "$runs" \
     --export-json "$stage/round$r.json" "${args[@]}" >/dev/null 2>"$stage/hyperfine.err" ||
     { cat "$stage/hyperfine.err" >&2; exit 1; }

@@ -8,6 +8,9 @@
 #   bench/exec-latency.sh [RUNS]         as root (default RUNS=50)
 #   MRUN_BUILD_DIR   build dir with src/mrun (default: build)
 #   MRUN_BENCH_USER  the unprivileged user (default: mrun-test)
+#   MRUN_BENCH_OTHER another mrun binary (the build before a change), timed beside
+#                    this one in the same run as the row mrun-other, in a container
+#                    and state root of its own
 #
 # crun 1.8.1 refuses every container on a hybrid cgroup host; every runtime call of
 # the script therefore runs in a private mount namespace where
@@ -29,6 +32,10 @@ path=/usr/local/bin:/usr/bin:/usr/sbin:/bin
 # as_user CMD...: as the user, in the stage, in the masked namespace (if the host needs one)
 as_user() { (cd "$stage" && "${hybrid_ns[@]}" runuser -u "$user" -- env -i HOME="$stage/home" PATH="$path" "$@"); }
 mrun="$stage/bin/mrun --root $stage/state" rootfs=$stage/rootfs
+other=${MRUN_BENCH_OTHER:-} mrun_other="$stage/bin/mrun-other --root $stage/state-other"
+if [ -n "$other" ] && [ ! -x "$other" ]; then
+  echo "bench: MRUN_BENCH_OTHER=$other is not an executable mrun" >&2; exit 1
+fi
 runc_args='' hybrid_ns=()
 
 # cleanup: delete every container this script started (each runtime's delete -f), then
@@ -43,6 +50,8 @@ cleanup() {
   fi
   # shellcheck disable=SC2086  # $mrun: the binary and its --root
   as_user $mrun delete -f bench-mrun >/dev/null 2>&1
+  # shellcheck disable=SC2086
+  [ -z "$other" ] || as_user $mrun_other delete -f bench-mrun-other >/dev/null 2>&1
   if [ -f "$stage/pids" ]; then
     local name pid left=()
     while read -r name pid; do
@@ -59,6 +68,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 chmod 0755 "$stage"
 install -D -m 0755 "$build/src/mrun" "$stage/bin/mrun"
+[ -z "$other" ] || install -D -m 0755 "$other" "$stage/bin/mrun-other"
 chown "$user" "$stage"
 runuser -u "$user" -- mkdir -p "$stage/home"
 bench_hybrid_ns "$stage"
@@ -115,6 +125,11 @@ fi
 # shellcheck disable=SC2086  # $mrun: the binary and its --root
 start_one mrun $mrun state bench-mrun -- \
   $mrun run -d --name bench-mrun --network none "$rootfs" sleep 1000 || true
+if [ -n "$other" ]; then
+  # shellcheck disable=SC2086
+  start_one mrun-other $mrun_other state bench-mrun-other -- \
+    $mrun_other run -d --name bench-mrun-other --network none "$rootfs" sleep 1000 || true
+fi
 
 # ---- what is timed: each must work once first ------------------------------------
 names=() cmds=()
@@ -140,6 +155,9 @@ if ! grep -q '^runc ' "$stage/failed.txt"; then
   names+=(runc) cmds+=("runc --root $stage/runc-state${runc_args:+ $runc_args} exec bench-runc /bin/true")
 fi
 grep -q '^mrun ' "$stage/failed.txt" || { names+=(mrun) cmds+=("$mrun exec bench-mrun /bin/true"); }
+if [ -n "$other" ] && ! grep -q '^mrun-other ' "$stage/failed.txt"; then
+  names+=(mrun-other) cmds+=("$mrun_other exec bench-mrun-other /bin/true")
+fi
 okn=() okc=()
 for i in "${!cmds[@]}"; do
   # shellcheck disable=SC2086
@@ -174,18 +192,18 @@ mean = {n: statistics.mean(t) for n, t in times.items()}
 floor, crun = mean.get("nsenter"), mean.get("crun")
 print(f"\nexec of /bin/true into a running container (sleep 1000), {runs} runs each "
       f"(hyperfine -N, 3 warmup runs), rootless:\n")
-print(f"{'runtime':<8} {'mean ms':>8} {'median ms':>10} {'stddev':>7} {'× crun':>7} {'× nsenter':>10}")
-for n in ("nsenter", "crun", "runc", "mrun"):
+print(f"{'runtime':<10} {'mean ms':>8} {'median ms':>10} {'stddev':>7} {'× crun':>7} {'× nsenter':>10}")
+for n in ("nsenter", "crun", "runc", "mrun") + (("mrun-other",) if "mrun-other" in cmds or "mrun-other" in failed else ()):
     if n not in times:
-        print(f"{n:<8} not measured: {failed.get(n, 'no times (see hyperfine above)')}")
+        print(f"{n:<10} not measured: {failed.get(n, 'no times (see hyperfine above)')}")
         continue
     t = times[n]
     xc = f"{mean[n] / crun:.2f}" if crun else "-"
     xf = f"{mean[n] / floor:.2f}" if floor else "-"
-    print(f"{n:<8} {mean[n]:8.2f} {statistics.median(t):10.2f} {statistics.pstdev(t):7.2f} {xc:>7} {xf:>10}")
+    print(f"{n:<10} {mean[n]:8.2f} {statistics.median(t):10.2f} {statistics.pstdev(t):7.2f} {xc:>7} {xf:>10}")
 print("\ncommands (ratios are of the means):")
 for n, c in cmds.items():
-    print(f"  {n:<8} {' '.join(c.replace(stage, '$STAGE').split())}")
+    print(f"  {n:<10} {' '.join(c.replace(stage, '$STAGE').split())}")
 if target_of:
     print(f"note: nsenter enters {target_of}'s container (its init process; namespaces {joined})")
 if runc_args:
